@@ -1,0 +1,259 @@
+"""The `ombre` command: thin adapters that parse options, call the library, and print the result."""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from .errors import OmbreError, UsageError
+from .settings import Settings
+
+
+def _emit(as_json: bool, value: object, human: Callable[[], str]) -> None:
+    if as_json:
+        data = value.to_dict() if hasattr(value, "to_dict") else (
+            asdict(value) if is_dataclass(value) else value)
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        click.echo(human())
+
+
+def handles_errors(fn: Callable) -> Callable:
+    """Print an OmbreError as message + hint (or JSON) and exit with its code; no tracebacks for users."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except OmbreError as exc:
+            if kwargs.get("as_json"):
+                click.echo(json.dumps(exc.to_dict(), ensure_ascii=False, indent=2))
+            click.echo(f"error: {exc.message}", err=True)
+            if exc.hint:
+                click.echo(f"hint: {exc.hint}", err=True)
+            sys.exit(exc.exit_code)
+
+    return wrapper
+
+
+def _session(settings: Settings, ref: str | None) -> Path:
+    from .transcript.sessions import find_session
+
+    return find_session(ref, settings.projects_dir)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print a machine-readable result.")
+session_argument = click.argument("session", required=False)
+
+
+@click.group()
+@click.version_option(package_name="ombre")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Ombre keeps a long-running Claude Code companion the same person while its bill stays low.
+
+    SESSION is a session id, an id prefix, a path to a .jsonl file, or a folder (its newest session);
+    without it, the newest session of the current folder's project is used.
+    """
+    ctx.obj = Settings.from_env()
+
+
+@main.command()
+@session_argument
+@click.option("--limit", default=20, show_default=True, help="How many recent user messages to show.")
+@json_option
+@click.pass_obj
+@handles_errors
+def anchors(settings: Settings, session: str | None, limit: int, as_json: bool) -> None:
+    """Recent real user messages with idx, short uuid and Shanghai time (for --keep-from/--keep-to)."""
+    from .window.anchors import anchors as list_anchors
+
+    path = _session(settings, session)
+    items = list_anchors(path, limit)
+    _emit(as_json, {"session": path.stem, "path": str(path), "anchors": [a.to_dict() for a in items]},
+          lambda: _format_anchors(path, items))
+
+
+def _format_anchors(path: Path, items: list) -> str:
+    lines = [f"session {path.stem}  ({path})"]
+    if not items:
+        lines.append("  no real user messages on the active chain")
+    for a in items:
+        lines.append(f"  idx {a.idx:>5}  {a.short_uuid}  {a.time}  {a.preview}")
+    return "\n".join(lines)
+
+
+@main.command()
+@session_argument
+@click.option("--retain", type=int, default=None, help="Tokens of recent dialogue to keep [default: "
+              "AUTO_FORGE_DIET_RETAIN or 150000].")
+@click.option("--squash", type=int, default=None, help="Cap, in characters, for each tool payload [default: "
+              "AUTO_FORGE_DIET_SQUASH or 2000].")
+@click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
+@json_option
+@click.pass_obj
+@handles_errors
+def diet(settings: Settings, session: str | None, retain: int | None, squash: int | None, dry_run: bool,
+         as_json: bool) -> None:
+    """Squash tool output and images, keep the dialogue and thinking; write a new session id."""
+    from .window.diet import DietOptions, run
+
+    path = _session(settings, session)
+    result = run(path, DietOptions(
+        retain=settings.diet_retain if retain is None else retain,
+        squash=settings.diet_squash if squash is None else squash,
+        dry_run=dry_run, window=settings.context_window, history=settings.history_log))
+    _emit(as_json, result, lambda: format_result(result))
+
+
+@main.command()
+@session_argument
+@click.option("--retain", type=int, default=None, help="Keep the recent tail up to this many tokens "
+              "[default: AUTO_FORGE_RETAIN or 60000].")
+@click.option("--keep-days", default=None, help="Keep the turns of these Shanghai days: 2026-08-03,2026-08-04.")
+@click.option("--keep-from-idx", type=int, default=None)
+@click.option("--keep-from-uuid", default=None)
+@click.option("--keep-from-ts", default=None)
+@click.option("--keep-to-idx", type=int, default=None)
+@click.option("--keep-to-uuid", default=None)
+@click.option("--keep-to-ts", default=None, help="Range ends: one of idx/uuid/ts per end (see `ombre anchors`); "
+              "times without a zone are Asia/Shanghai; Unix seconds or ms also work.")
+@click.option("--squash", type=int, default=None, help="Also cap each tool payload at this many characters.")
+@click.option("--inject", "inject_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Put this handoff text in as the first (clearly marked) user event.")
+@click.option("--max-kept", type=int, default=None, help="Trim a larger kept set from its oldest end "
+              "[default: AUTO_FORGE_MAX_KEPT or 100000].")
+@click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
+@json_option
+@click.pass_obj
+@handles_errors
+def forge(settings: Settings, session: str | None, retain: int | None, keep_days: str | None,
+          keep_from_idx: int | None, keep_from_uuid: str | None, keep_from_ts: str | None,
+          keep_to_idx: int | None, keep_to_uuid: str | None, keep_to_ts: str | None, squash: int | None,
+          inject_file: Path | None, max_kept: int | None, dry_run: bool, as_json: bool) -> None:
+    """Cut to the recent raw tail (thinking kept) or a chosen range; write a new session id."""
+    from .window.forge import ForgeOptions, run
+    from .window.select import EndSpec, Selector, parse_days
+
+    keep_from = _end("from", keep_from_idx, keep_from_uuid, keep_from_ts)
+    keep_to = _end("to", keep_to_idx, keep_to_uuid, keep_to_ts)
+    picking = bool(keep_days) or keep_from.given or keep_to.given
+    if picking and retain is not None:
+        raise UsageError("--retain cannot be combined with --keep-days or --keep-from/--keep-to",
+                         hint="keep the recent N tokens, or keep a chosen set; not both (seed §6.1)")
+    if keep_days and (keep_from.given or keep_to.given):
+        raise UsageError("--keep-days cannot be combined with --keep-from/--keep-to",
+                         hint="choose days, or a range")
+    selector = Selector(
+        retain=None if picking else (settings.forge_retain if retain is None else retain),
+        keep_days=parse_days(keep_days) if keep_days else (), keep_from=keep_from, keep_to=keep_to,
+        max_kept=settings.forge_max_kept if max_kept is None else max_kept)
+    inject_text = None
+    if inject_file is not None:
+        try:
+            inject_text = inject_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the handoff file {inject_file}: {exc}",
+                             hint="give a UTF-8 text file") from None
+        if not inject_text.strip():
+            raise UsageError(f"the handoff file {inject_file} is empty", hint="write the handoff text first")
+    path = _session(settings, session)
+    result = run(path, ForgeOptions(selector=selector, squash=squash, inject_text=inject_text,
+                                    inject_source=str(inject_file) if inject_file else None, dry_run=dry_run,
+                                    window=settings.context_window, history=settings.history_log))
+    _emit(as_json, result, lambda: format_result(result))
+
+
+def _end(side: str, idx: int | None, uuid: str | None, ts: str | None):
+    from .window.select import EndSpec
+
+    given = [name for name, v in (("idx", idx), ("uuid", uuid), ("ts", ts)) if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"--keep-{side}-{given[0]} and --keep-{side}-{given[1]} name the same end twice",
+                         hint=f"give one of --keep-{side}-idx/-uuid/-ts")
+    return EndSpec(idx=idx, uuid=uuid, ts=ts)
+
+
+def format_result(r) -> str:
+    head = f"{r.mode} (dry run: nothing written)" if r.dry_run else f"{r.mode}: written"
+    lines = [
+        head,
+        f"  source    {r.source_session}",
+        f"  file      {r.source_path}",
+        f"  kept      {r.events_kept}/{r.events_total} events, {r.turns_kept}/{r.turns_total} turns, "
+        f"~{r.tokens_kept:,} of ~{r.tokens_before:,} tokens",
+        f"  context   {_pct(r.pct_before)} → ~{_pct(r.pct_after)} of {r.window:,}",
+        f"  thinking  {r.thinking_kept} block(s) kept" + (f", {r.thinking_dropped} dropped" if r.thinking_dropped
+                                                          else ""),
+        f"  tools     {r.tool_pairs_kept} tool_use/tool_result pair(s) kept",
+        f"  squashed  {r.payloads_squashed} payload(s), {r.images_squashed} image(s), "
+        f"{r.chars_removed:,} characters removed",
+    ]
+    sel = r.selection
+    if sel.get("days"):
+        lines.append(f"  days      {', '.join(sel['days'])} (Asia/Shanghai)")
+    for side in ("from", "to"):
+        end = sel.get(side)
+        if end:
+            lines.append(f"  {side:<9} {end['requested']} → idx {end['idx']} (turn-aligned idx {end['turn_idx']})"
+                         f"  {end['when']}  {end['preview']}")
+    lines.append(f"  idx       {sel.get('kept_from_idx')} … {sel.get('kept_to_idx')}")
+    if sel.get("turns_trimmed_for_max_kept"):
+        lines.append(f"  trimmed   {sel['turns_trimmed_for_max_kept']} oldest turn(s) over --max-kept")
+    if r.injected:
+        lines.append("  handoff   injected as the first user event")
+    lines.append(f"  new sid   {r.new_session}" + (" (preview)" if r.dry_run else ""))
+    if not r.dry_run:
+        lines.append(f"  new file  {r.new_path} ({r.bytes_after:,} bytes, was {r.bytes_before:,})")
+        lines.append("  next      re-bind your bridge to the new sid (Claude Code: --resume " + r.new_session + ")")
+    for w in r.warnings:
+        lines.append(f"  warning   {w}")
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "?%" if value is None else f"{value:.1f}%"
+
+
+@main.command()
+@session_argument
+@json_option
+@click.pass_obj
+@handles_errors
+def usage(settings: Settings, session: str | None, as_json: bool) -> None:
+    """How full the session's context window is (stored usage) and what our estimate says."""
+    from .transcript.usage import read_usage
+
+    report = read_usage(_session(settings, session), settings.context_window)
+    _emit(as_json, report, lambda: report.format())
+
+
+@main.command()
+@json_option
+@click.pass_obj
+def config(settings: Settings, as_json: bool) -> None:
+    """Show the effective settings (from the environment)."""
+    data = settings.as_dict()
+    _emit(as_json, data, lambda: "\n".join(f"{k:<22} {v}" for k, v in data.items()))
+
+
+@main.command()
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the demo's Claude home in this folder instead of a temporary one.")
+@click.pass_obj
+@handles_errors
+def demo(settings: Settings, keep: Path | None) -> None:
+    """Show what diet and forge do, on a bundled real session in a temporary Claude home."""
+    from .demo import run_demo
+
+    for line in run_demo(settings, keep):
+        click.echo(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Ombre's errors: one base class, a few families, each saying what went wrong and what to do.
+
+The CLI catches `OmbreError` once, prints `message` and `hint`, and exits non-zero.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class OmbreError(Exception):
+    """Base class of every error Ombre raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_dict(self) -> dict:
+        return {"error": type(self).__name__, "message": self.message, "hint": self.hint}
+
+
+class UsageError(OmbreError):
+    """Options that contradict each other or cannot be read."""
+
+    exit_code = 2
+
+
+class SessionError(OmbreError):
+    """A session that cannot be found, or a reference that matches more than one."""
+
+
+class TranscriptError(OmbreError):
+    """A transcript file that cannot be read as Claude Code writes it."""
+
+    def __init__(self, message: str, *, path: Path | None = None, line: int | None = None,
+                 hint: str = "") -> None:
+        where = f"{path}" if path else ""
+        if line is not None:
+            where += f":{line}"
+        super().__init__(f"{where}: {message}" if where else message, hint=hint)
+        self.path = path
+        self.line = line
+
+
+class LiveSessionError(TranscriptError):
+    """The session file is being written right now (a turn is in flight)."""
+
+
+class SelectionError(OmbreError):
+    """A range, anchor, day or timestamp that does not resolve to conversation events."""
+
+    def __init__(self, message: str, *, candidates: list[str] | None = None, hint: str = "") -> None:
+        if candidates:
+            message += "\n  candidates:\n" + "\n".join(f"    {c}" for c in candidates)
+        super().__init__(message, hint=hint)
+        self.candidates = candidates or []
+
+
+class InvariantError(OmbreError):
+    """A rewritten transcript broke a rule Claude Code relies on; nothing was put in place."""

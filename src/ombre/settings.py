@@ -1,0 +1,86 @@
+"""One frozen settings object, read from the environment once and passed down.
+
+Names and defaults follow the seed (§10, §16); nothing below this module reads `os.environ`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Mapping
+
+SHANGHAI = "Asia/Shanghai"
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        from .errors import UsageError
+
+        raise UsageError(f"{name}={raw!r} is not a whole number",
+                         hint=f"unset it or give an integer (default {default})") from None
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return raw.strip().lower() not in {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    claude_home: Path
+    ombre_home: Path
+    auto_forge: bool = True
+    context_window: int = 200_000
+    diet_pct: int = 55
+    forge_pct: int = 70
+    idle_secs: int = 180
+    forge_cooldown_mins: int = 90
+    diet_cooldown_mins: int = 45
+    max_per_day: int = 6
+    forge_retain: int = 60_000
+    diet_retain: int = 150_000
+    diet_squash: int = 2_000
+    forge_max_kept: int = 100_000
+    ombre_hold: bool = True
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if env is None else env
+        home = Path(env.get("HOME") or Path.home())
+        claude_home = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+        ombre_home = Path(env["OMBRE_HOME"]) if env.get("OMBRE_HOME") else home / ".ombre"
+        return cls(
+            claude_home=claude_home.expanduser(),
+            ombre_home=ombre_home.expanduser(),
+            auto_forge=_flag(env, "AUTO_FORGE", True),
+            context_window=_int(env, "AUTO_FORGE_CONTEXT_WINDOW", 200_000),
+            diet_pct=_int(env, "AUTO_FORGE_DIET_PCT", 55),
+            forge_pct=_int(env, "AUTO_FORGE_PCT", 70),
+            idle_secs=_int(env, "AUTO_FORGE_IDLE_SECS", 180),
+            forge_cooldown_mins=_int(env, "AUTO_FORGE_COOLDOWN_MINS", 90),
+            diet_cooldown_mins=_int(env, "AUTO_FORGE_DIET_COOLDOWN_MINS", 45),
+            max_per_day=_int(env, "AUTO_FORGE_MAX_PER_DAY", 6),
+            forge_retain=_int(env, "AUTO_FORGE_RETAIN", 60_000),
+            diet_retain=_int(env, "AUTO_FORGE_DIET_RETAIN", 150_000),
+            diet_squash=_int(env, "AUTO_FORGE_DIET_SQUASH", 2_000),
+            forge_max_kept=_int(env, "AUTO_FORGE_MAX_KEPT", 100_000),
+            ombre_hold=_flag(env, "FORGE_OMBRE_HOLD", True),
+        )
+
+    @property
+    def projects_dir(self) -> Path:
+        return self.claude_home / "projects"
+
+    @property
+    def history_log(self) -> Path:
+        return self.ombre_home / "history.jsonl"
+
+    def as_dict(self) -> dict:
+        return {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else v) for f in fields(self)}

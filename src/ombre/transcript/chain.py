@@ -1,0 +1,447 @@
+"""The active chain of a session, rebuilt as Claude Code rebuilds it on `--resume`, and its events.
+
+One pass over the file keeps a small record per line (no message bodies), so memory stays flat in the
+file's size. From those records:
+
+* the leaf is chosen as Claude Code 2.1.112 chooses it (the last non-sidechain message line in the file, or
+  its nearest user/assistant ancestor);
+* `parentUuid` is followed back to the root or to the latest compaction boundary (with its preserved
+  segment relinked, if any); `progress` lines of older releases are bridged over; a parent that is not
+  there is replaced by the closest message at most 5 s older, as Claude Code does;
+* parallel tool calls are made whole again: assistant lines sharing `message.id`, and tool_result lines that
+  hang off a sibling tool_use instead of the chain, are put back after their response.
+
+The user/assistant lines of that chain are the *events*; their position is `idx`. Every command that shows
+or takes an idx uses this one list (seed §6.3).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import TranscriptError
+from .reader import Fingerprint, iter_lines
+from .tokens import estimate_content, usage_context, window_for
+
+BIG_FILE_BYTES = 5 * 1024 * 1024  # above this Claude Code stops reading at the first malformed line
+MESSAGE_TYPES = ("user", "assistant")
+# Text Claude Code writes into user lines on its own (command output, notices, interruptions): not the
+# person talking, and not a turn start. A slash command the person typed (<command-name>) is a turn start.
+_SYNTHETIC_PREFIXES = (
+    "<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<task-notification>",
+    "<system-reminder>", "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user",
+    "Caveat: The messages below",
+)
+PREVIEW_CHARS = 80
+
+# What a line rewrite returns: the changed object (or None for unchanged) and any stats the caller keeps.
+Rewrite = Callable[[dict], "tuple[dict | None, object]"]
+
+
+@dataclass(slots=True)
+class Entry:
+    """What we remember of one line that carries a `uuid` (a message, progress, system or attachment line)."""
+
+    lineno: int
+    offset: int
+    length: int
+    type: str
+    uuid: str
+    parent: str | None
+    timestamp: str | None
+    sidechain: bool = False
+    subtype: str | None = None
+    logical_parent: str | None = None
+    msg_id: str | None = None
+    model: str | None = None
+    usage_ctx: int | None = None
+    tool_uses: tuple[str, ...] = ()
+    tool_results: tuple[str, ...] = ()
+    real_user: bool = False
+    meta: bool = False
+    compact_summary: bool = False
+    text_preview: str = ""
+    tokens: int = 0
+    thinking: int = 0
+    images: int = 0
+    preserved: tuple[str, str, str] | None = None  # compactMetadata.preservedSegment (head, anchor, tail)
+    spool: tuple[int, int] | None = None  # where the rewritten line sits in the spool
+    rewrite_stats: object = None
+    idx: int = -1  # position among events; -1 for lines that are not events
+
+    @property
+    def is_event(self) -> bool:
+        return self.type in MESSAGE_TYPES
+
+    @property
+    def when(self) -> dt.datetime | None:
+        return parse_timestamp(self.timestamp)
+
+    @property
+    def short_uuid(self) -> str:
+        return self.uuid[:8]
+
+
+@dataclass(slots=True)
+class BadLine:
+    lineno: int
+    offset: int
+    error: str
+
+
+@dataclass
+class Transcript:
+    """A scanned session file: line records, the active chain and its events. Bodies stay on disk."""
+
+    path: Path
+    fingerprint: Fingerprint
+    entries: list[Entry]
+    bad_lines: list[BadLine]
+    chain: list[Entry]  # messages of the active chain, root first (progress lines left out)
+    boundary: Entry | None  # the compaction boundary the chain starts after, if any
+    leaf: Entry | None
+    lines_total: int
+    _spool: "tempfile._TemporaryFileWrapper | None" = field(default=None, repr=False)
+
+    @property
+    def session_id(self) -> str:
+        return self.path.stem
+
+    @property
+    def events(self) -> list[Entry]:
+        return [e for e in self.chain if e.is_event]
+
+    @property
+    def last_usage(self) -> int | None:
+        for e in reversed(self.chain):
+            if e.type == "assistant" and e.usage_ctx is not None:
+                return e.usage_ctx
+        return None
+
+    @property
+    def model(self) -> str | None:
+        for e in reversed(self.chain):
+            if e.model:
+                return e.model
+        return None
+
+    def window(self, default: int) -> int:
+        return window_for(self.model, self.last_usage, default)
+
+    def spooled(self, entry: Entry) -> bytes | None:
+        if entry.spool is None or self._spool is None:
+            return None
+        off, n = entry.spool
+        self._spool.seek(off)
+        return self._spool.read(n)
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+    def __enter__(self) -> "Transcript":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def parse_timestamp(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _text_of(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content
+                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return ""
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def is_real_user(obj: dict) -> bool:
+    """A user line the person typed: not a tool result, not meta, not a summary, not a command wrapper."""
+    if obj.get("type") != "user" or obj.get("isMeta") or obj.get("isCompactSummary"):
+        return False
+    if obj.get("isVisibleInTranscriptOnly") or obj.get("ombreHandoff"):
+        return False
+    content = (obj.get("message") or {}).get("content")
+    if isinstance(content, list):
+        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+            return False
+        if not any(isinstance(b, dict) and b.get("type") in ("text", "image") for b in content):
+            return False
+    text = _text_of(content).lstrip()
+    if not text and not isinstance(content, list):
+        return False
+    return not text.startswith(_SYNTHETIC_PREFIXES)
+
+
+def _entry_for(lineno: int, offset: int, raw: bytes, obj: dict) -> Entry | None:
+    uuid = obj.get("uuid")
+    kind = obj.get("type")
+    if not isinstance(uuid, str) or not isinstance(kind, str):
+        return None  # metadata lines (summary, file-history-snapshot, queue-operation, …) are off the chain
+    parent = obj.get("parentUuid")
+    entry = Entry(
+        lineno=lineno, offset=offset, length=len(raw), type=kind, uuid=uuid,
+        parent=parent if isinstance(parent, str) else None,
+        timestamp=obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None,
+        sidechain=bool(obj.get("isSidechain")), subtype=obj.get("subtype"),
+        logical_parent=obj.get("logicalParentUuid"),
+    )
+    if entry.subtype == "compact_boundary":
+        seg = (obj.get("compactMetadata") or {}).get("preservedSegment")
+        if isinstance(seg, dict) and all(isinstance(seg.get(k), str) for k in ("headUuid", "anchorUuid", "tailUuid")):
+            entry.preserved = (seg["headUuid"], seg["anchorUuid"], seg["tailUuid"])
+    if kind in MESSAGE_TYPES:
+        _describe_message(entry, obj)
+    return entry
+
+
+def _describe_message(entry: Entry, obj: dict) -> None:
+    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+    content = message.get("content")
+    entry.msg_id = message.get("id") if isinstance(message.get("id"), str) else None
+    entry.meta = bool(obj.get("isMeta"))
+    entry.compact_summary = bool(obj.get("isCompactSummary"))
+    entry.tokens = estimate_content(content)
+    entry.thinking = entry.images = 0
+    if isinstance(content, list):
+        uses, results = [], []
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            kind = b.get("type")
+            if kind == "tool_use" and isinstance(b.get("id"), str):
+                uses.append(b["id"])
+            elif kind == "tool_result" and isinstance(b.get("tool_use_id"), str):
+                results.append(b["tool_use_id"])
+            elif kind in ("thinking", "redacted_thinking"):
+                entry.thinking += 1
+            elif kind in ("image", "document"):
+                entry.images += 1
+        entry.tool_uses, entry.tool_results = tuple(uses), tuple(results)
+    if entry.type == "assistant":
+        entry.model = message.get("model") if isinstance(message.get("model"), str) else None
+        entry.usage_ctx = usage_context(message.get("usage"))
+    else:
+        entry.real_user = is_real_user(obj)
+    entry.text_preview = _preview(_text_of(content))
+
+
+def scan(path: Path, rewrite: Rewrite | None = None) -> Transcript:
+    """Read `path` once and rebuild its active chain.
+
+    `rewrite`, when given, is applied to every message line as it is read; the lines it changes are kept
+    (serialized) in a temporary spool so a writer never has to parse the big original line again.
+    """
+    from .writer import dump_line
+
+    path = Path(path)
+    before = Fingerprint.of(path)
+    entries: list[Entry] = []
+    bad: list[BadLine] = []
+    spool = tempfile.TemporaryFile(prefix="ombre-spool-") if rewrite else None
+    lines_total = 0
+    try:
+        for line in iter_lines(path, upto=before.size):
+            lines_total += 1
+            if line.obj is None:
+                bad.append(BadLine(line.lineno, line.offset, line.error or "malformed"))
+                continue
+            entry = _entry_for(line.lineno, line.offset, line.raw, line.obj)
+            if entry is None:
+                continue
+            if rewrite is not None and entry.is_event:
+                changed, stats = rewrite(line.obj)
+                entry.rewrite_stats = stats
+                if changed is not None:
+                    data = dump_line(changed)
+                    entry.spool = (spool.tell(), len(data))
+                    spool.write(data)
+                    _describe_message(entry, changed)
+            entries.append(entry)
+    except BaseException:
+        if spool is not None:
+            spool.close()
+        raise
+    chain, boundary, leaf = build_chain(entries)
+    for i, e in enumerate(e for e in chain if e.is_event):
+        e.idx = i
+    return Transcript(path=path, fingerprint=before, entries=entries, bad_lines=bad, chain=chain,
+                      boundary=boundary, leaf=leaf, lines_total=lines_total, _spool=spool)
+
+
+CHAIN_TYPES = ("user", "assistant", "attachment", "system")  # what Claude Code loads as messages
+TIMESTAMP_FALLBACK_MS = 5_000  # a missing parent is replaced by a message at most this much older
+
+
+def choose_leaf(entries: list[Entry], parent_of: Callable[[Entry], str | None] | None = None) -> Entry | None:
+    """The message `--resume` continues from (Claude Code 2.1.112, checked against its loader).
+
+    The last non-sidechain message line in file order, or its nearest user/assistant ancestor: trailing
+    `system` or `attachment` lines (e.g. turn_duration) are never leaves.
+    """
+    by_uuid = _message_index(entries)
+    parent_of = parent_of or _parent_resolver(entries, {})
+    last = next((e for e in reversed(entries) if e.type in CHAIN_TYPES and not e.sidechain), None)
+    seen: set[str] = set()
+    while last is not None and not last.is_event and last.uuid not in seen:
+        seen.add(last.uuid)
+        pid = parent_of(last)
+        last = by_uuid.get(pid) if pid else None
+    return last
+
+
+def _parent_resolver(entries: list[Entry], relink: dict[str, str]) -> Callable[[Entry], str | None]:
+    bridge = _progress_parents(entries)
+
+    def parent_of(e: Entry) -> str | None:
+        p = relink.get(e.uuid, e.parent)
+        return bridge.get(p, p) if p in bridge else p
+
+    return parent_of
+
+
+def _message_index(entries: list[Entry]) -> dict[str, Entry]:
+    # A later line with the same uuid replaces the earlier one, as in Claude Code's loader.
+    return {e.uuid: e for e in entries if e.type in CHAIN_TYPES}
+
+
+def _progress_parents(entries: list[Entry]) -> dict[str, str | None]:
+    """Legacy `progress` lines sat on the chain; a message naming one as parent really hangs off the
+    progress line's first non-progress ancestor."""
+    bridge: dict[str, str | None] = {}
+    for e in entries:
+        if e.type == "progress":
+            parent = e.parent
+            bridge[e.uuid] = bridge.get(parent, parent) if parent else None
+    return bridge
+
+
+def _preserved_relinks(boundary: Entry | None, by_uuid: dict[str, Entry],
+                       children: dict[str, list[Entry]]) -> dict[str, str]:
+    """Parent overrides for a compaction that kept a raw segment (compactMetadata.preservedSegment)."""
+    seg = boundary.preserved if boundary else None
+    if not seg:
+        return {}
+    head, anchor, tail = seg
+    # Claude Code checks the tail→head walk first and leaves everything alone when it is broken.
+    cur, steps = by_uuid.get(tail), 0
+    while cur is not None and cur.uuid != head and steps < 100_000:
+        cur = by_uuid.get(cur.parent) if cur.parent else None
+        steps += 1
+    if cur is None or anchor not in by_uuid:
+        return {}
+    relink = {head: anchor}
+    for child in children.get(anchor, []):
+        if child.uuid != head:
+            relink[child.uuid] = tail
+    return relink
+
+
+def build_chain(entries: list[Entry]) -> tuple[list[Entry], Entry | None, Entry | None]:
+    """Walk back from the leaf; return (messages root-first, compaction boundary, leaf)."""
+    by_uuid = _message_index(entries)
+    relink: dict[str, str] = {}
+    boundaries = [e for e in entries if e.type == "system" and e.subtype == "compact_boundary"]
+    if boundaries and boundaries[-1].preserved:
+        children: dict[str, list[Entry]] = {}
+        for e in by_uuid.values():
+            if e.parent:
+                children.setdefault(e.parent, []).append(e)
+        relink = _preserved_relinks(boundaries[-1], by_uuid, children)
+    parent_of = _parent_resolver(entries, relink)
+    leaf = choose_leaf(entries, parent_of)
+    if leaf is None:
+        return [], None, None
+    walked: list[Entry] = []
+    seen: set[str] = set()
+    boundary: Entry | None = None
+    cur: Entry | None = leaf
+    while cur is not None:
+        seen.add(cur.uuid)
+        if cur.type == "system" and cur.subtype == "compact_boundary":
+            boundary = cur
+            break
+        walked.append(cur)
+        pid = parent_of(cur)
+        if not pid:
+            break
+        nxt = by_uuid.get(pid)
+        if nxt is None or nxt.uuid in seen:
+            nxt = _timestamp_fallback(entries, cur, seen)
+        cur = nxt
+    walked.reverse()
+    return _restore_parallel_tool_calls(walked, entries), boundary, leaf
+
+
+def _timestamp_fallback(entries: list[Entry], child: Entry, seen: set[str]) -> Entry | None:
+    """Claude Code's stand-in for a parent it did not load: the closest earlier message (≤ 5 s)."""
+    when = child.when
+    if when is None:
+        return None
+    best: Entry | None = None
+    best_when = None
+    for e in entries:
+        if e.type not in CHAIN_TYPES or e.uuid in seen or e.sidechain != child.sidechain:
+            continue
+        w = e.when
+        if w is None or w > when or (when - w).total_seconds() * 1000 > TIMESTAMP_FALLBACK_MS:
+            continue
+        if best_when is None or w > best_when:
+            best, best_when = e, w
+    return best
+
+
+def _restore_parallel_tool_calls(chain: list[Entry], entries: list[Entry]) -> list[Entry]:
+    """Put back the pieces of one API response that the parent walk skipped.
+
+    Since 2.1 each tool_result line is parented on the line of its own tool_use, so with parallel calls
+    only the last result sits on the chain. Like Claude Code, for each message.id on the chain, the
+    off-chain assistant lines with that id, then the off-chain tool_result lines hanging off them (each
+    group in timestamp order) go right after the last on-chain assistant line with that id.
+    """
+    on_chain = {e.uuid for e in chain}
+    ids_on_chain = {e.msg_id for e in chain if e.type == "assistant" and e.msg_id}
+    siblings: dict[str, list[Entry]] = {}
+    owner: dict[str, str] = {}  # assistant line uuid -> message.id
+    for e in entries:
+        if e.type == "assistant" and e.msg_id in ids_on_chain:
+            owner[e.uuid] = e.msg_id
+            if e.uuid not in on_chain:
+                siblings.setdefault(e.msg_id, []).append(e)
+    results: dict[str, list[Entry]] = {}
+    for e in entries:
+        if (e.type == "user" and e.tool_results and e.uuid not in on_chain and e.parent in owner):
+            results.setdefault(owner[e.parent], []).append(e)
+    if not siblings and not results:
+        return chain
+    last_pos = {e.msg_id: i for i, e in enumerate(chain) if e.type == "assistant" and e.msg_id}
+    out: list[Entry] = []
+    placed: set[str] = set()
+    for i, e in enumerate(chain):
+        out.append(e)
+        mid = e.msg_id if e.type == "assistant" else None
+        if mid and last_pos.get(mid) == i:
+            for extra in sorted(siblings.get(mid, []), key=lambda x: x.timestamp or "") + sorted(
+                    results.get(mid, []), key=lambda x: x.timestamp or ""):
+                if extra.uuid not in placed:
+                    placed.add(extra.uuid)
+                    out.append(extra)
+    return out

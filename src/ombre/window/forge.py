@@ -1,0 +1,378 @@
+"""forge: write a new session that keeps the chosen recent raw dialogue (thinking kept), under a new id.
+
+This module is also the engine `diet` runs on: both read the active chain once, choose turn-aligned events,
+optionally squash tool payloads and images, relink the kept lines into one valid chain, rewrite the stored
+usage, write `<new-sid>.jsonl` beside the original through a temporary file, verify it, and log the run.
+The original file is only ever opened for reading.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import statistics
+import time
+import uuid as uuidlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import InvariantError, LiveSessionError, TranscriptError, UsageError
+from ..transcript.chain import Entry, Transcript, parse_timestamp, scan
+from ..transcript.reader import Fingerprint, read_raw
+from ..transcript.tokens import context_pct
+from ..transcript.writer import dump_line, write_atomic
+from . import history
+from .select import Selection, Selector, select
+from .squash import SquashStats, squash_line
+from .verify import Expectation, verify_session
+
+HANDOFF_HEADER = "【会话交接 · 由 ombre 在换窗时放入，不是对方说的话】"
+LIVE_SECONDS = 60  # a file touched this recently with a turn still open is a live session
+
+
+@dataclass(frozen=True)
+class ForgeOptions:
+    selector: Selector = Selector(retain=60_000, max_kept=100_000)
+    squash: int | None = None
+    inject_text: str | None = None
+    inject_source: str | None = None
+    dry_run: bool = False
+    mode: str = "forge"
+    window: int = 200_000
+    history: Path | None = None  # where to append the run record; None = no log
+
+
+@dataclass
+class ForgeResult:
+    mode: str
+    dry_run: bool
+    source_session: str
+    source_path: str
+    new_session: str
+    new_path: str
+    events_total: int
+    events_kept: int
+    turns_total: int
+    turns_kept: int
+    tokens_before: int
+    tokens_kept: int
+    usage_before: int | None
+    pct_before: float | None
+    pct_after: float | None
+    window: int
+    thinking_kept: int
+    tool_pairs_kept: int
+    images_squashed: int
+    payloads_squashed: int
+    chars_removed: int
+    thinking_dropped: int
+    selection: dict
+    injected: bool
+    dropped_trailing: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    bytes_before: int = 0
+    bytes_after: int | None = None
+    elapsed_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def run(path: Path, options: ForgeOptions) -> ForgeResult:
+    """Forge (or diet) the session at `path`; on a dry run nothing is written."""
+    started = time.perf_counter()
+    new_sid = str(uuidlib.uuid4())
+    try:
+        result = _run(Path(path), options, new_sid)
+    except Exception as exc:
+        if options.history and not options.dry_run:
+            history.append(options.history, history.record(options.mode, Path(path).stem, None, options,
+                                                           ok=False, error=str(exc)))
+        raise
+    result.elapsed_s = round(time.perf_counter() - started, 3)
+    if options.history and not options.dry_run:
+        history.append(options.history, history.record(options.mode, result.source_session, result.new_session,
+                                                       options, ok=True, summary=result))
+    return result
+
+
+def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
+    if options.squash is not None and options.squash < 200:
+        raise UsageError(f"--squash {options.squash} is too small to keep a useful head and tail",
+                         hint="use 200 or more characters (the seed's default is 2000)")
+    rewrite = None
+    if options.squash is not None:
+        cap = options.squash
+
+        def rewrite(obj: dict) -> tuple[dict | None, SquashStats]:
+            stats = squash_line(obj, cap)
+            return (obj if stats.changed else None), stats
+
+    with scan(path, rewrite) as transcript:
+        _refuse_live(transcript)
+        events = transcript.events
+        complete, dropped = _complete_prefix(transcript, events)
+        selection = select(complete, options.selector)
+        kept_events = [complete[i] for i in selection.kept]
+        _refuse_bad_lines_inside(transcript, kept_events)
+        lines = _kept_lines(transcript, kept_events)
+        overhead = _system_overhead(events)
+        result = _summarize(transcript, options, new_sid, selection, kept_events, lines, overhead, dropped)
+        if options.dry_run:
+            return result
+        final = path.with_name(f"{new_sid}.jsonl")
+        expect = Expectation(session_id=new_sid, source_pairs=_complete_pairs(events))
+        produced = _produce(transcript, lines, new_sid, overhead, options, expect)
+        result.bytes_after = write_atomic(final, produced, lambda tmp: verify_session(tmp, expect))
+        if Fingerprint.of(path) != transcript.fingerprint:
+            final.unlink(missing_ok=True)
+            raise LiveSessionError("the session file changed while it was being forged; nothing was kept",
+                                   path=path, hint="wait until the conversation is idle and run again")
+        return result
+
+
+def _refuse_live(t: Transcript) -> None:
+    if Fingerprint.of(t.path) != t.fingerprint:
+        raise LiveSessionError("the session file is being written right now", path=t.path,
+                               hint="wait until the conversation is idle (no reply in progress) and run again")
+    if t.bad_lines and t.bad_lines[-1].error.startswith("incomplete last line"):
+        raise LiveSessionError("the last line is only half written: a live session is writing this file",
+                               path=t.path, line=t.bad_lines[-1].lineno,
+                               hint="wait until the reply is finished and run again")
+
+
+def _open_turn(events: list[Entry]) -> bool:
+    """True when the chain ends mid-turn: a tool call without its result, or a message with no reply yet."""
+    if not events:
+        return False
+    last = events[-1]
+    if last.type == "assistant":
+        answered = {r for e in events for r in e.tool_results}
+        return any(t not in answered for e in events[-8:] if e.msg_id == last.msg_id for t in e.tool_uses)
+    return last.real_user or bool(last.tool_results)
+
+
+def _complete_prefix(t: Transcript, events: list[Entry]) -> tuple[list[Entry], list[str]]:
+    """Events up to the last assistant line after which no tool call is left waiting.
+
+    A new window must end on an assistant message (DESIGN §2 rule 3; otherwise Claude Code appends a
+    synthetic "No response requested." on resume) and must not orphan a tool call. What follows that point
+    (an interrupted tool call, an unanswered message) is reported, not kept. A turn still open in a file
+    written moments ago means a live session: refuse rather than cut under it.
+    """
+    if _open_turn(events) and time.time() - t.fingerprint.mtime_ns / 1e9 < LIVE_SECONDS:
+        raise LiveSessionError("a turn is in progress (the session ends on an unanswered message or tool call)",
+                               path=t.path, hint="wait until the reply is finished and run again")
+    whole = _complete_pairs(events)
+    pending: set[str] = set()
+    end = 0
+    for i, e in enumerate(events):
+        pending.update(x for x in e.tool_uses if x in whole)
+        pending.difference_update(e.tool_results)
+        if e.type == "assistant" and not pending:
+            end = i + 1
+    if end == 0:
+        raise TranscriptError(_nothing_to_end_on(events), path=t.path,
+                              hint="a session that was just compacted, never answered, or is a subagent's "
+                                   "sidechain has no main-chain reply to keep; talk one turn first")
+    dropped = [f"idx {e.idx} {e.type}: {e.text_preview}" for e in events[end:]]
+    return events[:end], dropped
+
+
+def _nothing_to_end_on(events: list[Entry]) -> str:
+    if not events:
+        return "the file has no main-chain conversation (only sidechain or metadata lines)"
+    return "the active chain has no finished assistant reply to end a new window on"
+
+
+def _refuse_bad_lines_inside(t: Transcript, kept: list[Entry]) -> None:
+    if not t.bad_lines or not kept:
+        return
+    lo, hi = min(e.offset for e in kept), max(e.offset for e in kept)
+    inside = [b for b in t.bad_lines if lo <= b.offset <= hi]
+    if inside:
+        b = inside[0]
+        raise TranscriptError(f"malformed line inside the range to keep: {b.error}", path=t.path, line=b.lineno,
+                              hint="repair or delete that line in a copy of the file, or choose a range that "
+                                   "does not include it")
+
+
+def _kept_lines(t: Transcript, kept_events: list[Entry]) -> list[Entry]:
+    """Kept events plus the other chain lines (attachments, …) that ride with them, in chain order.
+
+    A non-event line (attachment, system) travels with the event before it, so Claude Code sees it where it
+    saw it before; nothing after the last kept assistant reply is kept.
+    """
+    kept_ids = {id(e) for e in kept_events}
+    out: list[Entry] = []
+    owner_kept = False
+    for e in t.chain:
+        if e.is_event:
+            owner_kept = id(e) in kept_ids
+            if owner_kept:
+                out.append(e)
+        elif owner_kept:
+            out.append(e)
+    while out and out[-1].type != "assistant":
+        out.pop()
+    return out
+
+
+def _system_overhead(events: list[Entry]) -> int:
+    """Tokens of system prompt + tools that every request carried, from stored usage vs our estimate."""
+    samples, running, seen = [], 0, set()
+    for e in events:
+        if e.type == "assistant" and e.usage_ctx is not None and e.msg_id not in seen:
+            seen.add(e.msg_id)
+            samples.append(e.usage_ctx - running)
+        running += e.tokens
+    return max(0, int(statistics.median(samples))) if samples else 0
+
+
+def _complete_pairs(events: list[Entry]) -> set[str]:
+    uses = {t for e in events for t in e.tool_uses}
+    return {t for e in events for t in e.tool_results if t in uses}
+
+
+def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selection, kept: list[Entry],
+               lines: list[Entry], overhead: int, dropped: list[str]) -> ForgeResult:
+    events = t.events
+    stats = SquashStats()
+    for e in kept:
+        if isinstance(e.rewrite_stats, SquashStats):
+            stats.add(e.rewrite_stats)
+    uses = {x for e in kept for x in e.tool_uses}
+    pairs = sum(1 for e in kept for x in e.tool_results if x in uses)
+    window = t.window(options.window)
+    tokens_kept = sum(e.tokens for e in kept)
+    selection = {"mode": sel.mode, "turns_trimmed_for_max_kept": sel.trimmed_turns,
+                 "kept_from_idx": kept[0].idx if kept else None, "kept_to_idx": kept[-1].idx if kept else None}
+    if sel.days:
+        selection["days"] = sel.days
+    if sel.resolved_from:
+        selection["from"] = asdict(sel.resolved_from)
+    if sel.resolved_to:
+        selection["to"] = asdict(sel.resolved_to)
+    warnings = []
+    if dropped:
+        warnings.append(f"{len(dropped)} event(s) after the last finished reply are not kept")
+    if t.bad_lines:
+        warnings.append(f"{len(t.bad_lines)} malformed line(s) outside the kept range were skipped "
+                        f"(first at line {t.bad_lines[0].lineno})")
+    if stats.thinking_dropped:
+        warnings.append(f"{stats.thinking_dropped} thinking block(s) dropped: content before them changed")
+    return ForgeResult(
+        mode=options.mode, dry_run=options.dry_run, source_session=t.session_id, source_path=str(t.path),
+        new_session=new_sid, new_path=str(t.path.with_name(f"{new_sid}.jsonl")),
+        events_total=len(events), events_kept=len(kept), turns_total=sel.turns_total, turns_kept=sel.turns_kept,
+        tokens_before=sum(e.tokens for e in events), tokens_kept=tokens_kept,
+        usage_before=t.last_usage, pct_before=context_pct(t.last_usage, window),
+        pct_after=context_pct(overhead + tokens_kept, window), window=window,
+        thinking_kept=sum(e.thinking for e in kept), tool_pairs_kept=pairs,
+        images_squashed=stats.images, payloads_squashed=stats.payloads, chars_removed=stats.chars_removed,
+        thinking_dropped=stats.thinking_dropped, selection=selection,
+        injected=bool(options.inject_text), dropped_trailing=dropped, warnings=warnings,
+        bytes_before=t.fingerprint.size,
+    )
+
+
+def _load(t: Transcript, e: Entry) -> dict:
+    data = t.spooled(e)
+    raw = data if data is not None else read_raw(t.path, e.offset)
+    return json.loads(raw)
+
+
+def _handoff_line(template: dict, text: str, new_sid: str, when: dt.datetime) -> dict:
+    line = {"parentUuid": None, "isSidechain": False}
+    for key in ("userType", "cwd"):
+        if key in template:
+            line[key] = template[key]
+    line["sessionId"] = new_sid
+    for key in ("version", "gitBranch"):
+        if key in template:
+            line[key] = template[key]
+    line["type"] = "user"
+    line["message"] = {"role": "user", "content": f"{HANDOFF_HEADER}\n\n{text.strip()}"}
+    line["isMeta"] = True
+    line["ombreHandoff"] = True
+    line["uuid"] = str(uuidlib.uuid4())
+    line["timestamp"] = _iso(when)
+    return line
+
+
+def _iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _reset_usage(usage: dict, context: int) -> None:
+    """Stored usage as if this window had been sent fresh: Claude Code reads it after `--resume`."""
+    usage["input_tokens"] = context
+    for key in ("cache_creation_input_tokens", "cache_read_input_tokens"):
+        if key in usage:
+            usage[key] = 0
+    if isinstance(usage.get("cache_creation"), dict):
+        for key in usage["cache_creation"]:
+            usage["cache_creation"][key] = 0
+
+
+def _produce(t: Transcript, lines: list[Entry], new_sid: str, overhead: int, options: ForgeOptions,
+             expect: Expectation):
+    """Yield the new file's lines: one linear chain, new session id, strictly increasing timestamps."""
+    prev_uuid: str | None = None
+    prev_when: dt.datetime | None = None
+    running = overhead
+    step = dt.timedelta(milliseconds=1)
+    if options.inject_text:
+        first = _load(t, lines[0])
+        start = parse_timestamp(first.get("timestamp")) or dt.datetime.now(dt.timezone.utc)
+        handoff = _handoff_line(first, options.inject_text, new_sid, start - step)
+        prev_uuid, prev_when = handoff["uuid"], start - step
+        expect.handoff_uuid = handoff["uuid"]
+        yield dump_line(handoff)
+    for e in lines:
+        obj = _load(t, e)
+        obj["parentUuid"] = prev_uuid
+        obj["sessionId"] = new_sid
+        when = parse_timestamp(obj.get("timestamp"))
+        if when is None or (prev_when is not None and when <= prev_when):
+            when = (prev_when + step) if prev_when else dt.datetime.now(dt.timezone.utc)
+            obj["timestamp"] = _iso(when)
+        message = obj.get("message")
+        if e.type == "assistant" and isinstance(message, dict):
+            if isinstance(message.get("usage"), dict):
+                _reset_usage(message["usage"], running)
+            expect.thinking[e.uuid] = _thinking_of(message)
+        running += e.tokens
+        prev_uuid, prev_when = obj.get("uuid"), when
+        yield dump_line(claude_key_order(obj))
+
+
+def claude_key_order(obj: dict) -> dict:
+    """`parentUuid` first and `uuid` directly before `timestamp`, as Claude Code's readers expect."""
+    if list(obj)[:1] == ["parentUuid"] and _uuid_before_timestamp(obj):
+        return obj
+    out = {"parentUuid": obj.get("parentUuid")}
+    for key, value in obj.items():
+        if key in ("parentUuid", "uuid"):
+            continue
+        if key == "timestamp" and "uuid" in obj:
+            out["uuid"] = obj["uuid"]
+        out[key] = value
+    if "uuid" in obj and "uuid" not in out:
+        out["uuid"] = obj["uuid"]
+    return out
+
+
+def _uuid_before_timestamp(obj: dict) -> bool:
+    keys = list(obj)
+    if "timestamp" not in obj:
+        return True
+    i = keys.index("timestamp")
+    return i > 0 and keys[i - 1] == "uuid"
+
+
+def _thinking_of(message: dict) -> list[tuple[str, str]]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [(b.get("thinking") or b.get("data") or "", b.get("signature") or "") for b in content
+            if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")]

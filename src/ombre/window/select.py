@@ -1,0 +1,230 @@
+"""Choosing which events a new window keeps: tail retain, keep-days, or a from/to range (seed §6).
+
+Everything here works on the one event list of `transcript.chain` and cuts only at turn starts (a real
+user message), so a tool_use never loses its tool_result (DESIGN §2 rule 4).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+from ..errors import SelectionError, UsageError
+from ..settings import SHANGHAI
+from ..transcript.chain import Entry
+
+TZ = ZoneInfo(SHANGHAI)
+
+
+@dataclass(frozen=True)
+class EndSpec:
+    """One end of a range: exactly one of idx, uuid (prefix) or ts."""
+
+    idx: int | None = None
+    uuid: str | None = None
+    ts: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.idx is not None or bool(self.uuid) or bool(self.ts)
+
+    def describe(self) -> str:
+        if self.idx is not None:
+            return f"idx {self.idx}"
+        if self.uuid:
+            return f"uuid {self.uuid}"
+        return f"ts {self.ts}"
+
+
+@dataclass(frozen=True)
+class Selector:
+    """What to keep. `retain` and `keep_days`/`keep_from`/`keep_to` exclude each other (seed §6.1)."""
+
+    retain: int | None = None
+    keep_days: tuple[dt.date, ...] = ()
+    keep_from: EndSpec = EndSpec()
+    keep_to: EndSpec = EndSpec()
+    max_kept: int | None = None
+
+    @property
+    def mode(self) -> str:
+        if self.keep_days:
+            return "days"
+        if self.keep_from.given or self.keep_to.given:
+            return "range"
+        return "retain"
+
+
+@dataclass
+class ResolvedEnd:
+    requested: str
+    idx: int  # the event the request resolved to
+    turn_idx: int  # where the kept range actually begins/ends, aligned to whole turns
+    uuid: str
+    when: str | None
+    preview: str
+
+
+@dataclass
+class Selection:
+    mode: str
+    kept: list[int]  # event idx values, ascending
+    turns_total: int
+    turns_kept: int
+    trimmed_turns: int = 0  # dropped from the oldest end to respect max_kept (seed §6.5)
+    resolved_from: ResolvedEnd | None = None
+    resolved_to: ResolvedEnd | None = None
+    days: list[str] = field(default_factory=list)
+
+
+def turns(events: list[Entry]) -> list[tuple[int, int]]:
+    """Event index ranges [start, end) that each begin at a real user message.
+
+    Events before the first real user message (a compaction summary, a slash command's output) form a
+    leading turn from the first user line on: a new window must open with a user message.
+    """
+    starts = [i for i, e in enumerate(events) if e.real_user]
+    first_user = next((i for i, e in enumerate(events) if e.type == "user"), None)
+    if first_user is None:
+        return []
+    if not starts or starts[0] > first_user:
+        starts.insert(0, first_user)
+    return [(s, e) for s, e in zip(starts, starts[1:] + [len(events)])]
+
+
+def shanghai_day(entry: Entry) -> dt.date | None:
+    when = entry.when
+    return when.astimezone(TZ).date() if when else None
+
+
+def parse_moment(text: str) -> dt.datetime:
+    """A moment from ISO text (no zone = Asia/Shanghai wall time) or Unix seconds / milliseconds."""
+    raw = text.strip()
+    if re.fullmatch(r"\d{9,14}(\.\d+)?", raw):
+        value = float(raw)
+        if value > 1e11:  # milliseconds
+            value /= 1000.0
+        return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc)
+    candidate = raw.replace("Z", "+00:00")
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{1,2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:?\d{2})?", candidate):
+        candidate = candidate.replace(" ", "T", 1)
+    try:
+        moment = dt.datetime.fromisoformat(candidate)
+    except ValueError:
+        raise UsageError(f"cannot read the time {text!r}",
+                         hint="use 'YYYY-MM-DD HH:MM' (Asia/Shanghai), ISO 8601 with a zone, or Unix seconds/ms"
+                         ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=TZ)
+    return moment
+
+
+def parse_days(text: str) -> tuple[dt.date, ...]:
+    days = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            days.append(dt.date.fromisoformat(part))
+        except ValueError:
+            raise UsageError(f"cannot read the day {part!r}", hint="give days as YYYY-MM-DD,YYYY-MM-DD") from None
+    if not days:
+        raise UsageError("--keep-days is empty", hint="give days as YYYY-MM-DD,YYYY-MM-DD")
+    return tuple(sorted(set(days)))
+
+
+def _candidate(e: Entry) -> str:
+    return f"idx {e.idx}  {e.short_uuid}  {local_time(e)}  {e.type}: {e.text_preview}"
+
+
+def local_time(e: Entry) -> str:
+    when = e.when
+    return when.astimezone(TZ).strftime("%Y-%m-%d %H:%M:%S") if when else "?"
+
+
+def resolve_end(events: list[Entry], spec: EndSpec, side: str) -> int:
+    """The event idx one end of a range names (seed §6.3)."""
+    n = len(events)
+    if spec.idx is not None:
+        if not 0 <= spec.idx < n:
+            raise SelectionError(f"--keep-{side}-idx {spec.idx} is outside the session's events 0..{n - 1}",
+                                 hint="list anchors with `ombre anchors` to see valid idx values")
+        return spec.idx
+    if spec.uuid:
+        prefix = spec.uuid.lower()
+        hits = [e for e in events if e.uuid.lower().startswith(prefix)]
+        if not hits:
+            raise SelectionError(f"--keep-{side}-uuid {spec.uuid!r} matches no conversation event",
+                                 hint="copy a uuid from `ombre anchors`; progress/system lines are not events")
+        if len(hits) > 1:
+            raise SelectionError(f"--keep-{side}-uuid {spec.uuid!r} is ambiguous ({len(hits)} events)",
+                                 candidates=[_candidate(e) for e in hits[:20]],
+                                 hint="give a longer prefix, or use --keep-{side}-idx")
+        return hits[0].idx
+    moment = parse_moment(spec.ts or "")
+    stamped = [(e.idx, e.when) for e in events if e.when is not None]
+    if not stamped:
+        raise SelectionError("the session's events carry no timestamps", hint="use idx or uuid ends")
+    if side == "from":
+        before = [i for i, w in stamped if w <= moment]
+        return before[-1] if before else stamped[0][0]
+    after = [i for i, w in stamped if w >= moment]
+    return after[0] if after else stamped[-1][0]
+
+
+def _resolved(events: list[Entry], spec: EndSpec, idx: int, turn_idx: int) -> ResolvedEnd:
+    e = events[idx]
+    return ResolvedEnd(spec.describe() if spec.given else "session " + ("start" if turn_idx == 0 else "end"),
+                       idx, turn_idx, e.uuid, local_time(e), e.text_preview)
+
+
+def select(events: list[Entry], selector: Selector) -> Selection:
+    """Turn-aligned event idx values to keep, per `selector`."""
+    spans = turns(events)
+    if not spans:
+        raise SelectionError("the session has no conversation events on its active chain",
+                             hint="check the file with `ombre anchors`; nothing can be kept from it")
+    tokens = [sum(events[i].tokens for i in range(s, e)) for s, e in spans]
+    mode = selector.mode
+    sel = Selection(mode=mode, kept=[], turns_total=len(spans), turns_kept=0)
+    if mode == "retain":
+        budget = selector.retain if selector.retain is not None else 0
+        chosen = [len(spans) - 1]  # the last turn stays even when it alone is over the budget
+        total = tokens[-1]
+        for t in range(len(spans) - 2, -1, -1):
+            if total + tokens[t] > budget:
+                break
+            total += tokens[t]
+            chosen.append(t)
+        chosen.sort()
+    elif mode == "days":
+        wanted = set(selector.keep_days)
+        day_of = [shanghai_day(events[s]) for s, _ in spans]
+        chosen = [t for t, d in enumerate(day_of) if d in wanted]
+        sel.days = [d.isoformat() for d in selector.keep_days]
+        if not chosen:
+            present = sorted({d.isoformat() for d in day_of if d})
+            raise SelectionError(f"no turn of this session starts on {', '.join(sel.days)} (Asia/Shanghai)",
+                                 candidates=present, hint="pick days from the list above")
+    else:
+        first = resolve_end(events, selector.keep_from, "from") if selector.keep_from.given else 0
+        last = resolve_end(events, selector.keep_to, "to") if selector.keep_to.given else len(events) - 1
+        if first > last:
+            raise SelectionError(
+                f"the range is backwards: from resolves to idx {first} ({local_time(events[first])}), "
+                f"after to at idx {last} ({local_time(events[last])})",
+                hint="swap the two ends, or check the times with `ombre anchors`")
+        t_first = next(t for t, (s, e) in enumerate(spans) if s <= first < e)
+        t_last = next(t for t, (s, e) in enumerate(spans) if s <= last < e)
+        chosen = list(range(t_first, t_last + 1))
+        sel.resolved_from = _resolved(events, selector.keep_from, first, spans[t_first][0])
+        sel.resolved_to = _resolved(events, selector.keep_to, last, spans[t_last][1] - 1)
+    if selector.max_kept is not None:
+        while len(chosen) > 1 and sum(tokens[t] for t in chosen) > selector.max_kept:
+            chosen.pop(0)
+            sel.trimmed_turns += 1
+    sel.turns_kept = len(chosen)
+    sel.kept = [i for t in chosen for i in range(*spans[t])]
+    return sel

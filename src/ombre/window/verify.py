@@ -1,0 +1,133 @@
+"""The invariants a rewritten session must hold before anything may point at it (DESIGN §2)."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InvariantError
+from ..transcript.chain import parse_timestamp, scan
+from ..transcript.reader import iter_lines
+
+_UUID_THEN_TS = re.compile(rb'"uuid":"([0-9a-fA-F-]{36})","timestamp":"')
+
+
+@dataclass
+class Expectation:
+    session_id: str
+    source_pairs: set[str] = field(default_factory=set)  # tool_use ids whose pair was whole in the source
+    thinking: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # uuid -> (text, signature)
+    handoff_uuid: str | None = None
+
+
+def verify_session(path: Path, expect: Expectation) -> None:
+    """Raise InvariantError naming the first broken rule; return quietly when the file is sound."""
+    problems = check_session(path, expect)
+    if problems:
+        raise InvariantError("the new session failed verification and was not put in place:\n  "
+                             + "\n  ".join(problems[:10]),
+                             hint="this is a bug in ombre; the original session is untouched and still usable")
+
+
+def check_session(path: Path, expect: Expectation | None = None) -> list[str]:
+    problems: list[str] = []
+    objs: list[dict] = []
+    for line in iter_lines(path):
+        if line.obj is None:
+            problems.append(f"line {line.lineno} is not valid JSON: {line.error}")
+            continue
+        if not line.raw.startswith(b'{"parentUuid":'):
+            problems.append(f"line {line.lineno} does not start with {{\"parentUuid\": (Claude Code's reader "
+                            f"of big files would skip it)")
+        m = _UUID_THEN_TS.search(line.raw)
+        if not m or m.group(1).decode() != line.obj.get("uuid"):
+            problems.append(f"line {line.lineno}: uuid is not directly followed by timestamp")
+        objs.append(line.obj)
+    if problems or not objs:
+        return problems or ["the file holds no lines"]
+    if expect and any(o.get("sessionId") != expect.session_id for o in objs):
+        problems.append("a line carries a sessionId other than the new session's")
+    # One linear chain: first has no parent, each line's parent is the line before.
+    if objs[0].get("parentUuid") is not None:
+        problems.append("the first line has a parentUuid")
+    for a, b in zip(objs, objs[1:]):
+        if b.get("parentUuid") != a.get("uuid"):
+            problems.append(f"line with uuid {b.get('uuid')} does not follow the line before it")
+            break
+    uuids = [o.get("uuid") for o in objs]
+    if len(set(uuids)) != len(uuids):
+        problems.append("duplicate uuids")
+    stamps = [parse_timestamp(o.get("timestamp")) for o in objs]
+    if any(s is None for s in stamps):
+        problems.append("a line has no readable timestamp")
+    elif any(b <= a for a, b in zip(stamps, stamps[1:])):
+        problems.append("timestamps are not strictly increasing")
+    messages = [o for o in objs if o.get("type") in ("user", "assistant")]
+    if not messages or messages[0].get("type") != "user":
+        problems.append("the first message is not a user message")
+    if objs[-1].get("type") != "assistant":
+        problems.append("the session does not end on an assistant message")
+    problems += _check_tool_pairs(messages, expect.source_pairs if expect else None)
+    if expect:
+        problems += _check_thinking(objs, expect)
+    # Claude Code's own chain rebuild must land on the same lines in the same order.
+    with scan(path) as t:
+        if [e.uuid for e in t.chain] != uuids:
+            problems.append("the rebuilt chain differs from the file's lines (leaf or links are off)")
+    return problems
+
+
+def _api_messages(messages: list[dict]) -> list[tuple[str, list]]:
+    """Consecutive lines of one role merged, as Claude Code merges them into API messages."""
+    out: list[tuple[str, list]] = []
+    for o in messages:
+        role = o["type"]
+        content = (o.get("message") or {}).get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        if out and out[-1][0] == role:
+            out[-1][1].extend(blocks)
+        else:
+            out.append((role, list(blocks)))
+    return out
+
+
+def _check_tool_pairs(messages: list[dict], source_pairs: set[str] | None) -> list[str]:
+    problems = []
+    api = _api_messages(messages)
+    seen_ids: set[str] = set()
+    for n, (role, blocks) in enumerate(api):
+        if role == "assistant":
+            ids = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+            for tid in ids:
+                if tid in seen_ids:
+                    problems.append(f"tool_use id {tid} appears twice")
+                seen_ids.add(tid)
+            nxt = api[n + 1][1] if n + 1 < len(api) else []
+            answered = {b.get("tool_use_id") for b in nxt if isinstance(b, dict) and b.get("type") == "tool_result"}
+            for tid in ids:
+                if tid not in answered and (source_pairs is None or tid in source_pairs):
+                    problems.append(f"tool_use {tid} lost its tool_result")
+        else:
+            prev = api[n - 1][1] if n > 0 else []
+            asked = {b.get("id") for b in prev if isinstance(b, dict) and b.get("type") == "tool_use"}
+            for b in blocks:
+                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") not in asked:
+                    if source_pairs is None or b.get("tool_use_id") in source_pairs:
+                        problems.append(f"tool_result for {b.get('tool_use_id')} lost its tool_use")
+    return problems
+
+
+def _check_thinking(objs: list[dict], expect: Expectation) -> list[str]:
+    problems = []
+    for o in objs:
+        want = expect.thinking.get(o.get("uuid"))
+        if want is None:
+            continue
+        content = (o.get("message") or {}).get("content")
+        got = [(b.get("thinking") or b.get("data") or "", b.get("signature") or "") for b in content
+               if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")] if isinstance(
+            content, list) else []
+        if got != want:
+            problems.append(f"thinking blocks of {o.get('uuid')} changed")
+    return problems
