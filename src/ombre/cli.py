@@ -83,9 +83,12 @@ def _format_anchors(path: Path, items: list) -> str:
     lines = [f"session {path.stem}  ({path})"]
     if not items:
         lines.append("  no real user messages on the active chain")
-    for a in items:
-        lines.append(f"  idx {a.idx:>5}  {a.short_uuid}  {a.time}  {a.preview}")
+    lines += [_anchor_line(a) for a in items]
     return "\n".join(lines)
+
+
+def _anchor_line(a) -> str:
+    return f"  idx {a.idx:>5}  {a.short_uuid}  {a.time}  {a.preview}"
 
 
 @main.command()
@@ -250,9 +253,18 @@ def config(settings: Settings, as_json: bool) -> None:
 def demo(settings: Settings, keep: Path | None) -> None:
     """Show what diet and forge do, on a bundled real session in a temporary Claude home."""
     from .demo import run_demo
+    from .transcript.usage import UsageReport
+    from .window.forge import ForgeResult
 
-    for line in run_demo(settings, keep):
-        click.echo(line)
+    for step in run_demo(settings, keep):
+        click.echo(f"\n== {step.title}")
+        value = step.value
+        if isinstance(value, ForgeResult):
+            click.echo(format_result(value))
+        elif isinstance(value, UsageReport):
+            click.echo(value.format())
+        elif isinstance(value, list):
+            click.echo("\n".join(_anchor_line(a) for a in value))
 
 
 if __name__ == "__main__":

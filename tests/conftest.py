@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("OMBRE_SHARED", REPO.parent / "shared"))
+FIXTURES = SHARED / "fixtures" / "claude-code"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def fixture_transcripts() -> list[Path]:
+    return sorted(FIXTURES.rglob("*.jsonl"))
+
+
+def fixture_id(path: Path) -> str:
+    return str(path.relative_to(FIXTURES))
+
+
+@pytest.fixture
+def claude_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty Claude home (CLAUDE_CONFIG_DIR) and Ombre home for one test."""
+    home = tmp_path / "claude"
+    (home / "projects").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home))
+    monkeypatch.setenv("OMBRE_HOME", str(tmp_path / "ombre"))
+    return home
+
+
+def install(src: Path, home: Path, project: str = "-work-companion", name: str | None = None) -> Path:
+    """Copy a transcript into a Claude home's project folder (fixtures are read-only) and return the copy."""
+    folder = home / "projects" / project
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / (name or src.name)
+    shutil.copyfile(src, dest)
+    dest.chmod(0o644)
+    return dest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not FIXTURES.is_dir():
+        raise pytest.UsageError(f"the shared fixtures are missing: {FIXTURES} (set OMBRE_SHARED)")
