@@ -15,7 +15,7 @@ import uuid as uuidlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import InvariantError, LiveSessionError, TranscriptError, UsageError
+from ..errors import LiveSessionError, SelectionError, TranscriptError, UsageError
 from ..transcript.chain import Entry, Transcript, parse_timestamp, scan
 from ..transcript.reader import Fingerprint, read_raw
 from ..transcript.tokens import context_pct
@@ -112,7 +112,7 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
         events = transcript.events
         complete, dropped = _complete_prefix(transcript, events)
         selection = select(complete, options.selector)
-        kept_events = [complete[i] for i in selection.kept]
+        kept_events = _end_on_reply([complete[i] for i in selection.kept], _complete_pairs(events))
         _refuse_bad_lines_inside(transcript, kept_events)
         lines = _kept_lines(transcript, kept_events)
         overhead = _system_overhead(events)
@@ -162,7 +162,17 @@ def _complete_prefix(t: Transcript, events: list[Entry]) -> tuple[list[Entry], l
     if _open_turn(events) and time.time() - t.fingerprint.mtime_ns / 1e9 < LIVE_SECONDS:
         raise LiveSessionError("a turn is in progress (the session ends on an unanswered message or tool call)",
                                path=t.path, hint="wait until the reply is finished and run again")
-    whole = _complete_pairs(events)
+    end = _reply_end(events, _complete_pairs(events))
+    if end == 0:
+        raise TranscriptError(_nothing_to_end_on(events), path=t.path,
+                              hint="a session that was just compacted, never answered, or is a subagent's "
+                                   "sidechain has no main-chain reply to keep; talk one turn first")
+    dropped = [f"idx {e.idx} {e.type}: {e.text_preview}" for e in events[end:]]
+    return events[:end], dropped
+
+
+def _reply_end(events: list[Entry], whole: set[str]) -> int:
+    """Length of the longest prefix of `events` that ends on an assistant line with no tool call waiting."""
     pending: set[str] = set()
     end = 0
     for i, e in enumerate(events):
@@ -170,12 +180,16 @@ def _complete_prefix(t: Transcript, events: list[Entry]) -> tuple[list[Entry], l
         pending.difference_update(e.tool_results)
         if e.type == "assistant" and not pending:
             end = i + 1
+    return end
+
+
+def _end_on_reply(kept: list[Entry], whole: set[str]) -> list[Entry]:
+    """A chosen set cut back to its last finished reply (a range may end mid-turn or before any reply)."""
+    end = _reply_end(kept, whole)
     if end == 0:
-        raise TranscriptError(_nothing_to_end_on(events), path=t.path,
-                              hint="a session that was just compacted, never answered, or is a subagent's "
-                                   "sidechain has no main-chain reply to keep; talk one turn first")
-    dropped = [f"idx {e.idx} {e.type}: {e.text_preview}" for e in events[end:]]
-    return events[:end], dropped
+        raise SelectionError("the chosen events hold no finished assistant reply, and a new window must end on one",
+                             hint="move the end of the range (--keep-to-*) later, or pick other days")
+    return kept[:end]
 
 
 def _nothing_to_end_on(events: list[Entry]) -> str:
@@ -263,7 +277,8 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
     return ForgeResult(
         mode=options.mode, dry_run=options.dry_run, source_session=t.session_id, source_path=str(t.path),
         new_session=new_sid, new_path=str(t.path.with_name(f"{new_sid}.jsonl")),
-        events_total=len(events), events_kept=len(kept), turns_total=sel.turns_total, turns_kept=sel.turns_kept,
+        events_total=len(events), events_kept=len(kept), turns_total=sel.turns_total,
+        turns_kept=sum(e.real_user for e in kept) + (1 if kept and not kept[0].real_user else 0),
         tokens_before=sum(e.tokens for e in events), tokens_kept=tokens_kept,
         usage_before=t.last_usage, pct_before=context_pct(t.last_usage, window),
         pct_after=context_pct(overhead + tokens_kept, window), window=window,
