@@ -64,11 +64,11 @@ class SessionBuilder:
         self._emit({"type": "file-history-snapshot", "messageId": self._uuid(),
                     "snapshot": {"trackedFileBackups": {}, "timestamp": self._tick()}, "isSnapshotUpdate": False})
 
-    def user(self, content: object, **extra: object) -> str:
+    def user(self, content: object, gap_ms: int = 60_000, **extra: object) -> str:
         u = self._uuid()
         obj = self._base(self.last) | {"type": "user", "message": {"role": "user", "content": content}}
         obj.update(extra)
-        obj |= {"uuid": u, "timestamp": self._tick(60_000)}
+        obj |= {"uuid": u, "timestamp": self._tick(gap_ms)}
         self._emit(obj)
         self.last = u
         self.expected_chain.append(u)

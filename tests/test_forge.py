@@ -1,0 +1,176 @@
+"""forge and diet behaviour beyond the invariants: handoff, squash, usage, history, refusals."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from ombre.errors import LiveSessionError, UsageError
+from ombre.window import history
+from ombre.window.diet import DietOptions, run as run_diet
+from ombre.window.forge import HANDOFF_HEADER, ForgeOptions, run as run_forge
+from ombre.window.select import Selector
+from ombre.window.squash import squash_line, squash_text
+from tests.conftest import sha256
+from tests.invariants import assert_new_session_sound
+from tests.transcript_gen import SessionBuilder, companion_session, fake_png
+
+
+def _write(tmp_path: Path, b: SessionBuilder, age_s: float = 3600) -> Path:
+    folder = tmp_path / "projects" / "-p"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{b.sid}.jsonl"
+    path.write_text(b.text(), encoding="utf-8")
+    old = time.time() - age_s
+    os.utime(path, (old, old))
+    return path
+
+
+def _objs(path: Path) -> list[dict]:
+    return [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines()]
+
+
+def test_inject_puts_a_marked_handoff_first(tmp_path):
+    path = _write(tmp_path, companion_session(random.Random(1), turns=5))
+    result = run_forge(path, ForgeOptions(selector=Selector(retain=1), inject_text="正在谈：周末去哪。\n红线：别提前任。"))
+    objs = assert_new_session_sound(path, Path(result.new_path))
+    first = objs[0]
+    assert first["type"] == "user" and first["isMeta"] is True and first["ombreHandoff"] is True
+    assert first["message"]["content"].startswith(HANDOFF_HEADER) and "别提前任" in first["message"]["content"]
+    assert objs[1]["type"] == "user" and "ombreHandoff" not in objs[1]
+    assert result.injected
+
+
+def test_dry_run_writes_nothing_and_reports(tmp_path):
+    path = _write(tmp_path, companion_session(random.Random(2), turns=6, image_every=2, payload_chars=5_000))
+    before = sorted(path.parent.iterdir())
+    result = run_forge(path, ForgeOptions(selector=Selector(retain=1_000), squash=1_000, dry_run=True,
+                                          history=tmp_path / "h.jsonl"))
+    assert sorted(path.parent.iterdir()) == before and not (tmp_path / "h.jsonl").exists()
+    assert result.dry_run and result.bytes_after is None
+    assert result.source_path == str(path) and result.new_session in result.new_path
+    assert result.events_kept > 0 and result.thinking_kept > 0 and result.tokens_kept > 0
+    assert result.images_squashed + result.payloads_squashed > 0
+
+
+def test_diet_squashes_tool_output_and_images_with_markers(tmp_path):
+    path = _write(tmp_path, companion_session(random.Random(3), turns=6, image_every=3, payload_chars=8_000))
+    digest = sha256(path)
+    result = run_diet(path, DietOptions(squash=2_000))
+    assert sha256(path) == digest
+    text = Path(result.new_path).read_text(encoding="utf-8")
+    assert "ombre 已省略图片：image/png" in text and "ombre 已省略" in text
+    assert result.images_squashed == 2 and result.payloads_squashed > 0
+    assert Path(result.new_path).stat().st_size < path.stat().st_size / 2
+    src = [o for o in _objs(path) if o.get("type") in ("user", "assistant")]
+    new = [o for o in _objs(Path(result.new_path)) if o.get("type") in ("user", "assistant")]
+    assert [o["uuid"] for o in new] == [o["uuid"] for o in src]  # dialogue all kept
+
+
+def test_squash_keeps_head_and_tail_and_says_how_much_was_cut():
+    text = "头" * 100 + "x" * 10_000 + "尾" * 100
+    short = squash_text(text, 600)
+    assert short.startswith("头" * 100) and short.endswith("尾" * 100)
+    assert "已省略 9,600 字符，原长 10,200 字符" in short
+    assert squash_text("短", 600) is None
+
+
+def test_thinking_after_a_changed_block_is_dropped_in_that_line():
+    line = {"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": "t", "name": "Write", "input": {"content": "x" * 5_000}},
+        {"type": "thinking", "thinking": "想", "signature": "s"},
+    ]}}
+    stats = squash_line(line, 500)
+    assert stats.thinking_dropped == 1 and [b["type"] for b in line["message"]["content"]] == ["tool_use"]
+    kept = {"type": "assistant", "message": {"content": [
+        {"type": "thinking", "thinking": "想", "signature": "s"},
+        {"type": "tool_use", "id": "t", "name": "Write", "input": {"content": "x" * 5_000}}]}}
+    assert squash_line(kept, 500).thinking_dropped == 0 and kept["message"]["content"][0]["thinking"] == "想"
+
+
+def test_stored_usage_is_rewritten_to_the_new_size(tmp_path):
+    b = companion_session(random.Random(4), turns=10)
+    b.usage_input = 170_000
+    b.reply([{"type": "text", "text": "最后一句"}])
+    path = _write(tmp_path, b)
+    result = run_forge(path, ForgeOptions(selector=Selector(retain=2_000)))
+    assert result.pct_before > 80
+    last = [o for o in _objs(Path(result.new_path)) if o["type"] == "assistant"][-1]["message"]["usage"]
+    context = last["input_tokens"] + last["cache_creation_input_tokens"] + last["cache_read_input_tokens"]
+    assert context < 0.5 * 170_000 and last["cache_read_input_tokens"] == 0
+
+
+def test_history_log_records_each_run(tmp_path):
+    path = _write(tmp_path, companion_session(random.Random(5), turns=4))
+    log = tmp_path / "ombre" / "history.jsonl"
+    ok = run_forge(path, ForgeOptions(selector=Selector(retain=1), history=log))
+    with pytest.raises(UsageError):
+        run_forge(path, ForgeOptions(squash=10, history=log))
+    entries = history.read(log)
+    assert [e["ok"] for e in entries] == [True, False]
+    assert entries[0]["old_sid"] == path.stem and entries[0]["new_sid"] == ok.new_session
+    assert entries[0]["mode"] == "forge" and entries[0]["options"]["selector"]["retain"] == 1
+    assert "too small" in entries[1]["error"]
+
+
+def test_live_session_with_half_written_last_line_is_refused(tmp_path):
+    b = companion_session(random.Random(6), turns=3)
+    path = _write(tmp_path, b)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"parentUuid":"x","type":"assistant","message":{"content":[{"type":"te')
+    before = sorted(path.parent.iterdir())
+    with pytest.raises(LiveSessionError, match="half written"):
+        run_forge(path, ForgeOptions())
+    assert sorted(path.parent.iterdir()) == before
+
+
+def test_turn_in_flight_in_a_fresh_file_is_refused(tmp_path):
+    b = companion_session(random.Random(7), turns=3)
+    b.say("你在吗？")  # no reply yet, and the file was written just now
+    path = _write(tmp_path, b, age_s=0)
+    with pytest.raises(LiveSessionError, match="in progress"):
+        run_diet(path, DietOptions())
+
+
+def test_old_unanswered_tail_is_reported_not_kept(tmp_path):
+    b = companion_session(random.Random(8), turns=3)
+    b.say("你在吗？")
+    path = _write(tmp_path, b, age_s=3_600)
+    result = run_forge(path, ForgeOptions(selector=Selector(retain=60_000)))
+    assert result.dropped_trailing and "你在吗？" in result.dropped_trailing[-1]
+    assert_new_session_sound(path, Path(result.new_path))
+
+
+def test_squash_below_the_minimum_is_refused(tmp_path):
+    path = _write(tmp_path, companion_session(random.Random(9), turns=2))
+    with pytest.raises(UsageError, match="too small"):
+        run_forge(path, ForgeOptions(squash=50))
+
+
+def test_forge_never_writes_when_verification_fails(tmp_path, monkeypatch):
+    from ombre.errors import InvariantError
+    from ombre.window import forge as forge_mod
+
+    path = _write(tmp_path, companion_session(random.Random(10), turns=3))
+    before = sorted(path.parent.iterdir())
+
+    def broken(tmp: Path, expect) -> None:
+        raise InvariantError("simulated")
+
+    monkeypatch.setattr(forge_mod, "verify_session", broken)
+    with pytest.raises(InvariantError):
+        run_forge(path, ForgeOptions())
+    assert sorted(path.parent.iterdir()) == before  # no temporary file, no new session
+
+
+def test_image_placeholder_names_mime_and_size():
+    rng = random.Random(1)
+    line = {"type": "user", "message": {"content": [{"type": "image", "source": {
+        "type": "base64", "media_type": "image/jpeg", "data": fake_png(rng, 30_000)}}]}}
+    stats = squash_line(line, 2_000)
+    assert stats.images == 1
+    assert line["message"]["content"][0] == {"type": "text", "text": "[ombre 已省略图片：image/jpeg，base64 约 29 KB]"}
