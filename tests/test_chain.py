@@ -34,6 +34,7 @@ def test_progress_lines_are_bridged_not_kept(claude_home):
     with scan(path) as t:
         assert all(e.type != "progress" for e in t.chain)
         assert t.leaf is not None and t.leaf.type == "assistant"
+        t.measure(t.events[-1:])
         assert t.events[-1].text_preview.startswith("Yes — everything is pushed")
 
 
@@ -57,6 +58,7 @@ def test_leaf_is_the_last_main_chain_line_not_the_newest_timestamp(tmp_path):
     b.say("分支")
     branch = b.reply([{"type": "text", "text": "分支回复"}])[-1]
     with scan(_write(tmp_path, b.text())) as t:
+        t.measure(t.events)
         assert t.leaf.uuid == branch
         assert [e.text_preview for e in t.events] == ["第一句", "一", "分支", "分支回复"]
 
@@ -76,6 +78,7 @@ def test_missing_parent_falls_back_to_the_closest_message_within_five_seconds(tm
     b.last = "00000000-dead-4000-8000-000000000000"  # a parent Claude Code never loaded
     b.user("还在吗", gap_ms=3_000)
     with scan(_write(tmp_path, "\n".join(lines) + "\n")) as t:
+        t.measure(t.events)
         assert [e.text_preview for e in t.events] == ["你好", "在的", "还在吗"]
         assert t.events[1].uuid == reply
 
@@ -111,6 +114,7 @@ def test_preserved_segment_is_relinked_after_the_summary(tmp_path):
     b.last = after
     b.reply([{"type": "text", "text": "好"}])
     with scan(_write(tmp_path, b.text())) as t:
+        t.measure(t.events)
         assert [e.text_preview for e in t.events] == ["摘要", "保留的原文", "保留的回复", "接着聊", "好"]
 
 

@@ -69,11 +69,12 @@ def test_diet_keeps_dialogue_and_holds_invariants(src: Path, claude_home: Path):
     with scan(path) as t:
         kept_src = [e for e in t.events if e.idx <= result.selection["kept_to_idx"]]
     with scan(Path(result.new_path)) as n:
+        n.measure(n.events)
         # diet keeps every event of the session up to the last finished reply (the fixtures are < retain)
         assert [e.uuid for e in n.events] == [e.uuid for e in kept_src]
         for e in n.events:
             if e.tool_results or e.tool_uses:
-                assert e.tokens < 2_000, "tool payloads are squashed to the cap"
+                assert e.size < 2_000, "tool payloads are squashed to the cap"
 
 
 @pytest.mark.parametrize("src", USABLE, ids=fixture_id)

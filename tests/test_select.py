@@ -34,7 +34,7 @@ def _session(tmp_path: Path) -> Path:
 @pytest.fixture
 def events(tmp_path):
     with scan(_session(tmp_path)) as t:
-        yield t.events
+        yield t.measure(t.events)
 
 
 def _starts(events, sel):
@@ -49,7 +49,7 @@ def test_turns_begin_at_real_user_messages(events):
 
 
 def test_retain_keeps_whole_turns_from_the_end(events):
-    per_turn = sum(e.tokens for e in events[turns(events)[-1][0]:])
+    per_turn = sum(e.size for e in events[turns(events)[-1][0]:])
     sel = select(events, Selector(retain=per_turn * 2 + 1))
     assert _starts(events, sel) == ["第4句话", "第5句话"]
 
@@ -71,12 +71,12 @@ def test_keep_days_with_no_turn_lists_the_days_there_are(events):
 
 
 def test_max_kept_trims_from_the_oldest_end(events):
-    total = sum(e.tokens for e in events)
+    total = sum(e.size for e in events)
     sel = select(events, Selector(keep_days=(dt.date(2026, 8, 3), dt.date(2026, 8, 4), dt.date(2026, 8, 5)),
                                   max_kept=total // 2))
     assert sel.trimmed_turns >= 2
     assert _starts(events, sel)[-1] == "第5句话"
-    assert sum(events[i].tokens for i in sel.kept) <= total // 2
+    assert sum(events[i].size for i in sel.kept) <= total // 2
 
 
 def test_from_ts_takes_the_last_event_at_or_before_the_moment(events):

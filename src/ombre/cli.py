@@ -189,7 +189,7 @@ def format_result(r) -> str:
         f"  source    {r.source_session}",
         f"  file      {r.source_path}",
         f"  kept      {r.events_kept}/{r.events_total} events, {r.turns_kept}/{r.turns_total} turns, "
-        f"~{r.tokens_kept:,} of ~{r.tokens_before:,} tokens",
+        f"~{r.tokens_kept:,} tokens",
         f"  context   {_pct(r.pct_before)} → ~{_pct(r.pct_after)} of {r.window:,}",
         f"  thinking  {r.thinking_kept} block(s) kept" + (f", {r.thinking_dropped} dropped" if r.thinking_dropped
                                                           else ""),

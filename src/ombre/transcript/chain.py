@@ -17,16 +17,19 @@ or takes an idx uses this one list (seed §6.3).
 from __future__ import annotations
 
 import datetime as dt
+import gc
+import io
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from ..errors import TranscriptError
-from .reader import Fingerprint, iter_lines
-from .tokens import estimate_content, usage_context, window_for
+from .reader import Fingerprint, describe_error, parse_line
+from .tokens import estimate_block, estimate_content, estimate_json, estimate_text, usage_context, window_for
 
-BIG_FILE_BYTES = 5 * 1024 * 1024  # above this Claude Code stops reading at the first malformed line
+READ_BUFFER = 1 << 20  # lines of tool output and images run to megabytes; small buffers re-copy them
 MESSAGE_TYPES = ("user", "assistant")
 # Text Claude Code writes into user lines on its own (command output, notices, interruptions): not the
 # person talking, and not a turn start. A slash command the person typed (<command-name>) is a turn start.
@@ -37,8 +40,9 @@ _SYNTHETIC_PREFIXES = (
 )
 PREVIEW_CHARS = 80
 
-# What a line rewrite returns: the changed object (or None for unchanged) and any stats the caller keeps.
-Rewrite = Callable[[dict], "tuple[dict | None, object]"]
+# A line rewrite gets the parsed line and its size in bytes; it returns the changed object (or None for
+# unchanged) and any stats the caller keeps.
+Rewrite = Callable[[dict, int], "tuple[dict | None, object]"]
 
 
 @dataclass(slots=True)
@@ -47,7 +51,6 @@ class Entry:
 
     lineno: int
     offset: int
-    length: int
     type: str
     uuid: str
     parent: str | None
@@ -64,7 +67,8 @@ class Entry:
     meta: bool = False
     compact_summary: bool = False
     text_preview: str = ""
-    tokens: int = 0
+    tokens: int | None = None  # estimated size; None until measured (see Transcript.measure)
+    rider_tokens: int = 0  # attachments riding on this event, which Claude Code also sends
     thinking: int = 0
     images: int = 0
     preserved: tuple[str, str, str] | None = None  # compactMetadata.preservedSegment (head, anchor, tail)
@@ -75,6 +79,13 @@ class Entry:
     @property
     def is_event(self) -> bool:
         return self.type in MESSAGE_TYPES
+
+    @property
+    def size(self) -> int:
+        """Estimated tokens this line costs in a request (its own blocks and any riding attachments)."""
+        if self.tokens is None:
+            raise RuntimeError(f"line {self.lineno} was not measured; call Transcript.measure first")
+        return self.tokens + self.rider_tokens
 
     @property
     def when(self) -> dt.datetime | None:
@@ -105,6 +116,8 @@ class Transcript:
     leaf: Entry | None
     lines_total: int
     _spool: "tempfile._TemporaryFileWrapper | None" = field(default=None, repr=False)
+    _events: list[Entry] | None = field(default=None, repr=False)
+    _reader: "io.BufferedReader | None" = field(default=None, repr=False)
 
     @property
     def session_id(self) -> str:
@@ -112,21 +125,43 @@ class Transcript:
 
     @property
     def events(self) -> list[Entry]:
-        return [e for e in self.chain if e.is_event]
+        if self._events is None:
+            self._events = [e for e in self.chain if e.is_event]
+        return self._events
 
     @property
     def last_usage(self) -> int | None:
-        for e in reversed(self.chain):
-            if e.type == "assistant" and e.usage_ctx is not None:
-                return e.usage_ctx
-        return None
+        """The stored context size of the last assistant reply (what Claude Code trusts on resume)."""
+        last = next((e for e in reversed(self.chain) if e.type == "assistant"), None)
+        if last is None:
+            return None
+        self.measure([last])
+        return last.usage_ctx
 
     @property
     def model(self) -> str | None:
-        for e in reversed(self.chain):
-            if e.model:
-                return e.model
-        return None
+        last = next((e for e in reversed(self.chain) if e.type == "assistant"), None)
+        if last is None:
+            return None
+        self.measure([last])
+        return last.model
+
+    def measure(self, entries: list[Entry]) -> list[Entry]:
+        """Fill sizes, previews and usage of `entries` that the first pass left unmeasured.
+
+        The first pass keeps only what the chain needs, so its cost is little more than parsing; the few
+        lines an operation actually keeps are read again here (from the spool when they were rewritten).
+        """
+        todo = sorted((e for e in entries if e.tokens is None), key=lambda e: e.offset)
+        for e in todo:
+            data = self.spooled(e)
+            if data is None:
+                if self._reader is None:
+                    self._reader = open(self.path, "rb", buffering=READ_BUFFER)
+                self._reader.seek(e.offset)
+                data = self._reader.readline()
+            _measure(e, parse_line(data))
+        return entries
 
     def window(self, default: int) -> int:
         return window_for(self.model, self.last_usage, default)
@@ -139,9 +174,10 @@ class Transcript:
         return self._spool.read(n)
 
     def close(self) -> None:
-        if self._spool is not None:
-            self._spool.close()
-            self._spool = None
+        for handle in (self._spool, self._reader):
+            if handle is not None:
+                handle.close()
+        self._spool = self._reader = None
 
     def __enter__(self) -> "Transcript":
         return self
@@ -159,12 +195,14 @@ def parse_timestamp(value: str | None) -> dt.datetime | None:
         return None
 
 
-def _text_of(content: object) -> str:
+def _first_text(content: object) -> str:
+    """The start of a message's text, enough for a preview and the synthetic-prefix test."""
     if isinstance(content, str):
-        return content
+        return content[: PREVIEW_CHARS * 4]
     if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content
-                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
+                return b["text"][: PREVIEW_CHARS * 4]
     return ""
 
 
@@ -185,70 +223,101 @@ def is_real_user(obj: dict) -> bool:
             return False
         if not any(isinstance(b, dict) and b.get("type") in ("text", "image") for b in content):
             return False
-    text = _text_of(content).lstrip()
+    text = _first_text(content).lstrip()
     if not text and not isinstance(content, list):
         return False
     return not text.startswith(_SYNTHETIC_PREFIXES)
 
 
-def _entry_for(lineno: int, offset: int, raw: bytes, obj: dict) -> Entry | None:
+def _entry_for(lineno: int, offset: int, obj: dict) -> Entry | None:
     uuid = obj.get("uuid")
     kind = obj.get("type")
     if not isinstance(uuid, str) or not isinstance(kind, str):
         return None  # metadata lines (summary, file-history-snapshot, queue-operation, …) are off the chain
     parent = obj.get("parentUuid")
-    entry = Entry(
-        lineno=lineno, offset=offset, length=len(raw), type=kind, uuid=uuid,
-        parent=parent if isinstance(parent, str) else None,
-        timestamp=obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None,
-        sidechain=bool(obj.get("isSidechain")), subtype=obj.get("subtype"),
-        logical_parent=obj.get("logicalParentUuid"),
-    )
-    if entry.subtype == "compact_boundary":
-        seg = (obj.get("compactMetadata") or {}).get("preservedSegment")
-        if isinstance(seg, dict) and all(isinstance(seg.get(k), str) for k in ("headUuid", "anchorUuid", "tailUuid")):
-            entry.preserved = (seg["headUuid"], seg["anchorUuid"], seg["tailUuid"])
+    ts = obj.get("timestamp")
+    # Interned, a parent id is the same object as the uuid of the line before: one copy, not two.
+    entry = Entry(lineno, offset, kind, sys.intern(uuid), sys.intern(parent) if isinstance(parent, str) else None,
+                  ts if isinstance(ts, str) else None, bool(obj.get("isSidechain")), obj.get("subtype"))
     if kind in MESSAGE_TYPES:
-        _describe_message(entry, obj)
+        message = obj.get("message")
+        _identify(entry, obj, message if isinstance(message, dict) else {})
+        return entry
+    # Other chain lines are few and small: measure them now. Claude Code turns attachments (hook
+    # context, skill listings, …) into user text the model reads; other system lines cost nothing.
+    entry.tokens = 0
+    if kind == "attachment":
+        entry.tokens = estimate_json(obj.get("attachment"))
+    elif kind == "system":
+        entry.logical_parent = obj.get("logicalParentUuid")
+        if entry.subtype == "compact_boundary":
+            seg = (obj.get("compactMetadata") or {}).get("preservedSegment")
+            if isinstance(seg, dict) and all(isinstance(seg.get(k), str) for k in ("headUuid", "anchorUuid",
+                                                                                  "tailUuid")):
+                entry.preserved = (seg["headUuid"], seg["anchorUuid"], seg["tailUuid"])
+        elif entry.subtype == "local_command":
+            entry.tokens = estimate_text(str(obj.get("content", "")))
     return entry
 
 
-def _describe_message(entry: Entry, obj: dict) -> None:
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
-    content = message.get("content")
-    entry.msg_id = message.get("id") if isinstance(message.get("id"), str) else None
+def _identify(entry: Entry, obj: dict, message: dict) -> None:
+    """What the chain and the turn structure need of a user/assistant line: ids, kinds, roles. Cheap."""
+    msg_id = message.get("id")
+    entry.msg_id = sys.intern(msg_id) if isinstance(msg_id, str) else None
     entry.meta = bool(obj.get("isMeta"))
     entry.compact_summary = bool(obj.get("isCompactSummary"))
-    entry.tokens = estimate_content(content)
-    entry.thinking = entry.images = 0
+    content = message.get("content")
     if isinstance(content, list):
         uses, results = [], []
         for b in content:
-            if not isinstance(b, dict):
-                continue
-            kind = b.get("type")
-            if kind == "tool_use" and isinstance(b.get("id"), str):
-                uses.append(b["id"])
-            elif kind == "tool_result" and isinstance(b.get("tool_use_id"), str):
-                results.append(b["tool_use_id"])
-            elif kind in ("thinking", "redacted_thinking"):
-                entry.thinking += 1
-            elif kind in ("image", "document"):
-                entry.images += 1
-        entry.tool_uses, entry.tool_results = tuple(uses), tuple(results)
-    if entry.type == "assistant":
-        entry.model = message.get("model") if isinstance(message.get("model"), str) else None
-        entry.usage_ctx = usage_context(message.get("usage"))
-    else:
+            if isinstance(b, dict):
+                kind = b.get("type")
+                if kind == "tool_use" and isinstance(b.get("id"), str):
+                    uses.append(b["id"])
+                elif kind == "tool_result" and isinstance(b.get("tool_use_id"), str):
+                    results.append(b["tool_use_id"])
+        if uses:
+            entry.tool_uses = tuple(uses)
+        if results:
+            entry.tool_results = tuple(results)
+    if entry.type == "user":
         entry.real_user = is_real_user(obj)
-    entry.text_preview = _preview(_text_of(content))
+        entry.text_preview = _preview(_first_text(content))
+
+
+def _measure(entry: Entry, obj: dict) -> None:
+    """Sizes, block counts, usage and preview: what selection and reports need of the lines they look at."""
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        message = {}
+    content = message.get("content")
+    entry.thinking = entry.images = 0
+    if isinstance(content, list):
+        tokens = 0
+        for b in content:
+            if isinstance(b, dict):
+                tokens += estimate_block(b)
+                kind = b.get("type")
+                if kind == "thinking" or kind == "redacted_thinking":
+                    entry.thinking += 1
+                elif kind == "image" or kind == "document":
+                    entry.images += 1
+        entry.tokens = tokens
+    else:
+        entry.tokens = estimate_content(content)
+    if entry.type == "assistant":
+        model = message.get("model")
+        entry.model = model if isinstance(model, str) else None
+        entry.usage_ctx = usage_context(message.get("usage"))
+    entry.text_preview = _preview(_first_text(content))
 
 
 def scan(path: Path, rewrite: Rewrite | None = None) -> Transcript:
     """Read `path` once and rebuild its active chain.
 
-    `rewrite`, when given, is applied to every message line as it is read; the lines it changes are kept
-    (serialized) in a temporary spool so a writer never has to parse the big original line again.
+    `rewrite`, when given, sees every message line as it is read (with the line's size in bytes); the
+    lines it changes are kept, serialized, in a temporary spool, so a writer never parses the big original
+    line again.
     """
     from .writer import dump_line
 
@@ -258,31 +327,49 @@ def scan(path: Path, rewrite: Rewrite | None = None) -> Transcript:
     bad: list[BadLine] = []
     spool = tempfile.TemporaryFile(prefix="ombre-spool-") if rewrite else None
     lines_total = 0
+    gc_was_on = gc.isenabled()
+    gc.disable()  # the loop keeps many small records and makes no reference cycles: collections only cost
     try:
-        for line in iter_lines(path, upto=before.size):
-            lines_total += 1
-            if line.obj is None:
-                bad.append(BadLine(line.lineno, line.offset, line.error or "malformed"))
-                continue
-            entry = _entry_for(line.lineno, line.offset, line.raw, line.obj)
-            if entry is None:
-                continue
-            if rewrite is not None and entry.is_event:
-                changed, stats = rewrite(line.obj)
-                entry.rewrite_stats = stats
+        with open(path, "rb", buffering=READ_BUFFER) as f:
+            offset = 0
+            for lineno, chunk in enumerate(f, start=1):
+                if offset >= before.size:
+                    break  # a live session appended after we looked: read what was there
+                start, offset = offset, offset + len(chunk)
+                if chunk[:1] != b"{" and not chunk.strip():
+                    continue
+                lines_total += 1
+                try:
+                    obj = parse_line(chunk)
+                except (ValueError, UnicodeDecodeError) as exc:
+                    bad.append(BadLine(lineno, start, describe_error(exc, chunk)))
+                    continue
+                stats = changed = None
+                if rewrite is not None and obj.get("type") in MESSAGE_TYPES:
+                    changed, stats = rewrite(obj, len(chunk))
+                    if changed is not None:
+                        obj = changed
+                entry = _entry_for(lineno, start, obj)
+                if entry is None:
+                    continue
                 if changed is not None:
+                    entry.rewrite_stats = stats
                     data = dump_line(changed)
                     entry.spool = (spool.tell(), len(data))
                     spool.write(data)
-                    _describe_message(entry, changed)
-            entries.append(entry)
+                    _measure(entry, changed)  # in hand now; rewritten lines are the big ones
+                elif stats is not None:
+                    entry.rewrite_stats = stats
+                entries.append(entry)
     except BaseException:
         if spool is not None:
             spool.close()
         raise
+    finally:
+        if gc_was_on:
+            gc.enable()
     chain, boundary, leaf = build_chain(entries)
-    for i, e in enumerate(e for e in chain if e.is_event):
-        e.idx = i
+    _number_events(chain)
     return Transcript(path=path, fingerprint=before, entries=entries, bad_lines=bad, chain=chain,
                       boundary=boundary, leaf=leaf, lines_total=lines_total, _spool=spool)
 
@@ -291,13 +378,26 @@ CHAIN_TYPES = ("user", "assistant", "attachment", "system")  # what Claude Code 
 TIMESTAMP_FALLBACK_MS = 5_000  # a missing parent is replaced by a message at most this much older
 
 
-def choose_leaf(entries: list[Entry], parent_of: Callable[[Entry], str | None] | None = None) -> Entry | None:
+def _number_events(chain: list[Entry]) -> None:
+    """Give events their idx, and fold the tokens of riding lines (attachments) into the event before."""
+    idx, owner = 0, None
+    for e in chain:
+        if e.is_event:
+            e.idx, owner = idx, e
+            idx += 1
+        elif owner is not None and e.tokens:
+            owner.rider_tokens += e.tokens
+            e.tokens = 0
+
+
+def choose_leaf(entries: list[Entry], parent_of: Callable[[Entry], str | None] | None = None,
+                by_uuid: dict[str, Entry] | None = None) -> Entry | None:
     """The message `--resume` continues from (Claude Code 2.1.112, checked against its loader).
 
     The last non-sidechain message line in file order, or its nearest user/assistant ancestor: trailing
     `system` or `attachment` lines (e.g. turn_duration) are never leaves.
     """
-    by_uuid = _message_index(entries)
+    by_uuid = _message_index(entries) if by_uuid is None else by_uuid
     parent_of = parent_of or _parent_resolver(entries, {})
     last = next((e for e in reversed(entries) if e.type in CHAIN_TYPES and not e.sidechain), None)
     seen: set[str] = set()
@@ -367,7 +467,7 @@ def build_chain(entries: list[Entry]) -> tuple[list[Entry], Entry | None, Entry 
                 children.setdefault(e.parent, []).append(e)
         relink = _preserved_relinks(boundaries[-1], by_uuid, children)
     parent_of = _parent_resolver(entries, relink)
-    leaf = choose_leaf(entries, parent_of)
+    leaf = choose_leaf(entries, parent_of, by_uuid)
     if leaf is None:
         return [], None, None
     walked: list[Entry] = []

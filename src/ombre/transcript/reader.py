@@ -17,7 +17,7 @@ from typing import Iterator
 class RawLine:
     lineno: int  # 1-based, as an editor shows it
     offset: int  # byte offset of the first byte of the line
-    raw: bytes  # the line without its trailing newline
+    raw: bytes  # the line as read, line break included (no copy is made of a multi-megabyte line)
     obj: dict | None  # the parsed object, or None when the line is malformed
     error: str | None = None
 
@@ -35,30 +35,50 @@ class Fingerprint:
         return cls(st.st_size, st.st_mtime_ns)
 
 
+_scan_once = json.JSONDecoder().scan_once  # the C scanner json.loads itself ends up in
+
+
+def parse_line(chunk: bytes) -> dict:
+    """One line as a JSON object, with the stdlib parser (ValueError when it is not one).
+
+    Goes straight to the C scanner: a transcript has hundreds of thousands of lines and json.loads
+    spends as long on its Python-level wrappers (encoding sniffing, two regex matches) as on short lines.
+    """
+    text = chunk.decode("utf-8")
+    if text[:1] != "{":
+        obj = json.loads(text)
+    else:
+        try:
+            obj, end = _scan_once(text, 0)
+        except StopIteration as stop:
+            raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+        if end != len(text) and text[end:].strip():
+            raise json.JSONDecodeError("Extra data", text, end)
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, found {type(obj).__name__}")
+    return obj
+
+
 def iter_lines(path: Path, upto: int | None = None) -> Iterator[RawLine]:
     """Yield every non-empty line of `path` (up to byte `upto`) with its parsed object.
 
     Reads in binary so offsets are exact and no decode/encode round trip can alter a line.
     """
     offset = 0
-    with open(path, "rb") as f:
+    with open(path, "rb", buffering=1 << 20) as f:
         for lineno, chunk in enumerate(f, start=1):
             if upto is not None and offset >= upto:
                 break
             start = offset
             offset += len(chunk)
-            raw = chunk.rstrip(b"\r\n")
-            if not raw.strip():
+            if chunk[:1] != b"{" and not chunk.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = parse_line(chunk)  # the trailing line break is JSON whitespace; slicing it would copy
             except (ValueError, UnicodeDecodeError) as exc:
-                yield RawLine(lineno, start, raw, None, _short_error(exc, chunk))
+                yield RawLine(lineno, start, chunk, None, describe_error(exc, chunk))
                 continue
-            if not isinstance(obj, dict):
-                yield RawLine(lineno, start, raw, None, f"expected a JSON object, found {type(obj).__name__}")
-                continue
-            yield RawLine(lineno, start, raw, obj)
+            yield RawLine(lineno, start, chunk, obj)
 
 
 def read_raw(path: Path, offset: int) -> bytes:
@@ -68,7 +88,7 @@ def read_raw(path: Path, offset: int) -> bytes:
         return f.readline().rstrip(b"\r\n")
 
 
-def _short_error(exc: Exception, chunk: bytes) -> str:
+def describe_error(exc: Exception, chunk: bytes) -> str:
     if not chunk.endswith(b"\n"):
         return f"incomplete last line ({len(chunk)} bytes, no newline): {exc}"
     return str(exc)

@@ -42,13 +42,13 @@ class UsageReport:
 
 def read_usage(path: Path, default_window: int = 200_000) -> UsageReport:
     with scan(Path(path)) as t:
-        events = t.events
+        events = t.measure(t.events)
         used = t.last_usage
         window = t.window(default_window)
         return UsageReport(
             session=t.session_id, path=str(t.path), bytes=t.fingerprint.size, events=len(events),
             real_user_turns=sum(1 for e in events if e.real_user), used_tokens=used,
-            estimated_tokens=sum(e.tokens for e in events), window=window, used_pct=context_pct(used, window),
+            estimated_tokens=sum(e.size for e in events), window=window, used_pct=context_pct(used, window),
             autocompact_at=window - AUTOCOMPACT_MARGIN,
             last_activity=events[-1].timestamp if events else None,
         )

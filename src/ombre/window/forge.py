@@ -53,7 +53,6 @@ class ForgeResult:
     events_kept: int
     turns_total: int
     turns_kept: int
-    tokens_before: int
     tokens_kept: int
     usage_before: int | None
     pct_before: float | None
@@ -103,24 +102,27 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
     if options.squash is not None:
         cap = options.squash
 
-        def rewrite(obj: dict) -> tuple[dict | None, SquashStats]:
+        def rewrite(obj: dict, size: int) -> tuple[dict | None, SquashStats]:
+            if size <= cap:  # no string in a line this short can be longer than the cap
+                return None, SquashStats()
             stats = squash_line(obj, cap)
             return (obj if stats.changed else None), stats
 
     with scan(path, rewrite) as transcript:
         _refuse_live(transcript)
         events = transcript.events
-        complete, dropped = _complete_prefix(transcript, events)
-        selection = select(complete, options.selector)
-        kept_events = _end_on_reply([complete[i] for i in selection.kept], _complete_pairs(events))
+        whole = _complete_pairs(events)
+        complete, dropped = _complete_prefix(transcript, events, whole)
+        selection = select(complete, options.selector, transcript.measure)
+        kept_events = transcript.measure(_end_on_reply([complete[i] for i in selection.kept], whole))
         _refuse_bad_lines_inside(transcript, kept_events)
         lines = _kept_lines(transcript, kept_events)
-        overhead = _system_overhead(events)
+        overhead = _system_overhead(transcript, events)
         result = _summarize(transcript, options, new_sid, selection, kept_events, lines, overhead, dropped)
         if options.dry_run:
             return result
         final = path.with_name(f"{new_sid}.jsonl")
-        expect = Expectation(session_id=new_sid, source_pairs=_complete_pairs(events))
+        expect = Expectation(session_id=new_sid, source_pairs=whole)
         produced = _produce(transcript, lines, new_sid, overhead, options, expect)
         result.bytes_after = write_atomic(final, produced, lambda tmp: verify_session(tmp, expect))
         if Fingerprint.of(path) != transcript.fingerprint:
@@ -151,7 +153,7 @@ def _open_turn(events: list[Entry]) -> bool:
     return last.real_user or bool(last.tool_results)
 
 
-def _complete_prefix(t: Transcript, events: list[Entry]) -> tuple[list[Entry], list[str]]:
+def _complete_prefix(t: Transcript, events: list[Entry], whole: set[str]) -> tuple[list[Entry], list[str]]:
     """Events up to the last assistant line after which no tool call is left waiting.
 
     A new window must end on an assistant message (DESIGN §2 rule 3; otherwise Claude Code appends a
@@ -162,12 +164,20 @@ def _complete_prefix(t: Transcript, events: list[Entry]) -> tuple[list[Entry], l
     if _open_turn(events) and time.time() - t.fingerprint.mtime_ns / 1e9 < LIVE_SECONDS:
         raise LiveSessionError("a turn is in progress (the session ends on an unanswered message or tool call)",
                                path=t.path, hint="wait until the reply is finished and run again")
-    end = _reply_end(events, _complete_pairs(events))
+    end = 0
+    # Only the tail can be unfinished: start at the last turn and step back a turn while there is no
+    # finished reply (a turn start never has a tool call of an earlier turn waiting).
+    starts = [i for i, e in enumerate(events) if e.real_user] or [0]
+    for start in reversed([0] + starts):
+        found = _reply_end(events[start:], whole)
+        if found:
+            end = start + found
+            break
     if end == 0:
         raise TranscriptError(_nothing_to_end_on(events), path=t.path,
                               hint="a session that was just compacted, never answered, or is a subagent's "
                                    "sidechain has no main-chain reply to keep; talk one turn first")
-    dropped = [f"idx {e.idx} {e.type}: {e.text_preview}" for e in events[end:]]
+    dropped = [f"idx {e.idx} {e.type}: {e.text_preview}" for e in t.measure(events[end:])]
     return events[:end], dropped
 
 
@@ -231,14 +241,18 @@ def _kept_lines(t: Transcript, kept_events: list[Entry]) -> list[Entry]:
     return out
 
 
-def _system_overhead(events: list[Entry]) -> int:
-    """Tokens of system prompt + tools that every request carried, from stored usage vs our estimate."""
+def _system_overhead(t: Transcript, events: list[Entry], samples_wanted: int = 5) -> int:
+    """Tokens of system prompt + tools every request carried: stored usage minus our estimate of the
+    messages before it, over the first few replies (the median, so one odd request does not skew it)."""
     samples, running, seen = [], 0, set()
     for e in events:
+        if len(samples) >= samples_wanted:
+            break
+        t.measure([e])
         if e.type == "assistant" and e.usage_ctx is not None and e.msg_id not in seen:
             seen.add(e.msg_id)
             samples.append(e.usage_ctx - running)
-        running += e.tokens
+        running += e.size
     return max(0, int(statistics.median(samples))) if samples else 0
 
 
@@ -257,7 +271,7 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
     uses = {x for e in kept for x in e.tool_uses}
     pairs = sum(1 for e in kept for x in e.tool_results if x in uses)
     window = t.window(options.window)
-    tokens_kept = sum(e.tokens for e in kept)
+    tokens_kept = sum(e.size for e in kept)
     selection = {"mode": sel.mode, "turns_trimmed_for_max_kept": sel.trimmed_turns,
                  "kept_from_idx": kept[0].idx if kept else None, "kept_to_idx": kept[-1].idx if kept else None}
     if sel.days:
@@ -279,7 +293,7 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
         new_session=new_sid, new_path=str(t.path.with_name(f"{new_sid}.jsonl")),
         events_total=len(events), events_kept=len(kept), turns_total=sel.turns_total,
         turns_kept=sum(e.real_user for e in kept) + (1 if kept and not kept[0].real_user else 0),
-        tokens_before=sum(e.tokens for e in events), tokens_kept=tokens_kept,
+        tokens_kept=tokens_kept,
         usage_before=t.last_usage, pct_before=context_pct(t.last_usage, window),
         pct_after=context_pct(overhead + tokens_kept, window), window=window,
         thinking_kept=sum(e.thinking for e in kept), tool_pairs_kept=pairs,
@@ -356,7 +370,7 @@ def _produce(t: Transcript, lines: list[Entry], new_sid: str, overhead: int, opt
             if isinstance(message.get("usage"), dict):
                 _reset_usage(message["usage"], running)
             expect.thinking[e.uuid] = _thinking_of(message)
-        running += e.tokens
+        running += e.size
         prev_uuid, prev_when = obj.get("uuid"), when
         yield dump_line(claude_key_order(obj))
 

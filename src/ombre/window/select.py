@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 from zoneinfo import ZoneInfo
 
 from ..errors import SelectionError, UsageError
@@ -144,7 +145,7 @@ def local_time(e: Entry) -> str:
     return when.astimezone(TZ).strftime("%Y-%m-%d %H:%M:%S") if when else "?"
 
 
-def resolve_end(events: list[Entry], spec: EndSpec, side: str) -> int:
+def resolve_end(events: list[Entry], spec: EndSpec, side: str, measure: "Measure" = lambda e: e) -> int:
     """The event idx one end of a range names (seed §6.3)."""
     n = len(events)
     if spec.idx is not None:
@@ -159,6 +160,7 @@ def resolve_end(events: list[Entry], spec: EndSpec, side: str) -> int:
             raise SelectionError(f"--keep-{side}-uuid {spec.uuid!r} matches no conversation event",
                                  hint="copy a uuid from `ombre anchors`; progress/system lines are not events")
         if len(hits) > 1:
+            measure(hits[:20])
             raise SelectionError(f"--keep-{side}-uuid {spec.uuid!r} is ambiguous ({len(hits)} events)",
                                  candidates=[_candidate(e) for e in hits[:20]],
                                  hint="give a longer prefix, or use --keep-{side}-idx")
@@ -180,23 +182,36 @@ def _resolved(events: list[Entry], spec: EndSpec, idx: int, turn_idx: int) -> Re
                        idx, turn_idx, e.uuid, local_time(e), e.text_preview)
 
 
-def select(events: list[Entry], selector: Selector) -> Selection:
-    """Turn-aligned event idx values to keep, per `selector`."""
+Measure = Callable[[list[Entry]], object]
+
+
+def select(events: list[Entry], selector: Selector, measure: Measure = lambda entries: entries) -> Selection:
+    """Turn-aligned event idx values to keep, per `selector`.
+
+    `measure` fills the sizes of the events handed to it (Transcript.measure); only the turns a decision
+    looks at are measured, so a tail retain on a huge session reads little more than its tail.
+    """
     spans = turns(events)
     if not spans:
         raise SelectionError("the session has no conversation events on its active chain",
                              hint="check the file with `ombre anchors`; nothing can be kept from it")
-    tokens = [sum(events[i].tokens for i in range(s, e)) for s, e in spans]
+
+    def size(t: int) -> int:
+        chunk = events[spans[t][0]:spans[t][1]]
+        measure(chunk)
+        return sum(e.size for e in chunk)
+
     mode = selector.mode
     sel = Selection(mode=mode, kept=[], turns_total=len(spans), turns_kept=0)
     if mode == "retain":
         budget = selector.retain if selector.retain is not None else 0
         chosen = [len(spans) - 1]  # the last turn stays even when it alone is over the budget
-        total = tokens[-1]
+        total = size(len(spans) - 1)
         for t in range(len(spans) - 2, -1, -1):
-            if total + tokens[t] > budget:
+            cost = size(t)
+            if total + cost > budget:
                 break
-            total += tokens[t]
+            total += cost
             chosen.append(t)
         chosen.sort()
     elif mode == "days":
@@ -209,8 +224,8 @@ def select(events: list[Entry], selector: Selector) -> Selection:
             raise SelectionError(f"no turn of this session starts on {', '.join(sel.days)} (Asia/Shanghai)",
                                  candidates=present, hint="pick days from the list above")
     else:
-        first = resolve_end(events, selector.keep_from, "from") if selector.keep_from.given else 0
-        last = resolve_end(events, selector.keep_to, "to") if selector.keep_to.given else len(events) - 1
+        first = resolve_end(events, selector.keep_from, "from", measure) if selector.keep_from.given else 0
+        last = resolve_end(events, selector.keep_to, "to", measure) if selector.keep_to.given else len(events) - 1
         if first > last:
             raise SelectionError(
                 f"the range is backwards: from resolves to idx {first} ({local_time(events[first])}), "
@@ -219,10 +234,12 @@ def select(events: list[Entry], selector: Selector) -> Selection:
         t_first = next(t for t, (s, e) in enumerate(spans) if s <= first < e)
         t_last = next(t for t, (s, e) in enumerate(spans) if s <= last < e)
         chosen = list(range(t_first, t_last + 1))
+        measure([events[first], events[last]])
         sel.resolved_from = _resolved(events, selector.keep_from, first, spans[t_first][0])
         sel.resolved_to = _resolved(events, selector.keep_to, last, spans[t_last][1] - 1)
     if selector.max_kept is not None:
-        while len(chosen) > 1 and sum(tokens[t] for t in chosen) > selector.max_kept:
+        sizes = {t: size(t) for t in chosen}
+        while len(chosen) > 1 and sum(sizes[t] for t in chosen) > selector.max_kept:
             chosen.pop(0)
             sel.trimmed_turns += 1
     sel.turns_kept = len(chosen)
