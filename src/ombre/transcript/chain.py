@@ -27,6 +27,7 @@ from typing import Callable
 
 from ..errors import TranscriptError
 from .reader import Fingerprint, describe_error, parse_line
+from .writer import dump_line
 from .tokens import estimate_block, estimate_content, estimate_json, estimate_text, usage_context, window_for
 
 READ_BUFFER = 1 << 20  # lines of tool output and images run to megabytes; small buffers re-copy them
@@ -115,6 +116,7 @@ class Transcript:
     boundary: Entry | None  # the compaction boundary the chain starts after, if any
     leaf: Entry | None
     lines_total: int
+    rewrite: Rewrite | None = None  # applied to message lines as they are measured (diet/forge squash)
     _spool: "tempfile._TemporaryFileWrapper | None" = field(default=None, repr=False)
     _events: list[Entry] | None = field(default=None, repr=False)
     _reader: "io.BufferedReader | None" = field(default=None, repr=False)
@@ -146,25 +148,35 @@ class Transcript:
         self.measure([last])
         return last.model
 
-    def measure(self, entries: list[Entry]) -> list[Entry]:
-        """Fill sizes, previews and usage of `entries` that the first pass left unmeasured.
+    def window(self, default: int) -> int:
+        return window_for(self.model, self.last_usage, default)
 
-        The first pass keeps only what the chain needs, so its cost is little more than parsing; the few
-        lines an operation actually keeps are read again here (from the spool when they were rewritten).
+    def measure(self, entries: list[Entry]) -> list[Entry]:
+        """Fill sizes, previews and usage of `entries` that are not measured yet, rewriting them first.
+
+        The first pass keeps only what the chain needs, so it costs little more than parsing. The lines an
+        operation looks at (a tail to retain, the ends of a range) are read again here; the rewrite (a
+        squash) applies to them alone, and a changed line goes to a spool so it is never parsed twice.
         """
         todo = sorted((e for e in entries if e.tokens is None), key=lambda e: e.offset)
         for e in todo:
-            data = self.spooled(e)
-            if data is None:
-                if self._reader is None:
-                    self._reader = open(self.path, "rb", buffering=READ_BUFFER)
-                self._reader.seek(e.offset)
-                data = self._reader.readline()
-            _measure(e, parse_line(data))
+            if self._reader is None:
+                self._reader = open(self.path, "rb", buffering=READ_BUFFER)
+            self._reader.seek(e.offset)
+            data = self._reader.readline()
+            obj = parse_line(data)
+            if self.rewrite is not None and e.is_event:
+                changed, e.rewrite_stats = self.rewrite(obj, len(data))
+                if changed is not None:
+                    obj = changed
+                    if self._spool is None:
+                        self._spool = tempfile.TemporaryFile(prefix="ombre-spool-")
+                    blob = dump_line(changed)
+                    self._spool.seek(0, io.SEEK_END)
+                    e.spool = (self._spool.tell(), len(blob))
+                    self._spool.write(blob)
+            _measure(e, obj)
         return entries
-
-    def window(self, default: int) -> int:
-        return window_for(self.model, self.last_usage, default)
 
     def spooled(self, entry: Entry) -> bytes | None:
         if entry.spool is None or self._spool is None:
@@ -209,6 +221,19 @@ def _first_text(content: object) -> str:
 def _preview(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def _preview_of(content: object) -> str:
+    """A short line for a person: the text, or what kind of block there is when there is no text."""
+    text = _first_text(content)
+    if text.strip() or not isinstance(content, list):
+        return _preview(text)
+    kinds = []
+    for b in content:
+        if isinstance(b, dict):
+            kind = b.get("type")
+            kinds.append(f"[{kind} {b.get('name')}]" if kind == "tool_use" else f"[{kind}]")
+    return _preview(" ".join(kinds))
 
 
 def is_real_user(obj: dict) -> bool:
@@ -282,7 +307,7 @@ def _identify(entry: Entry, obj: dict, message: dict) -> None:
             entry.tool_results = tuple(results)
     if entry.type == "user":
         entry.real_user = is_real_user(obj)
-        entry.text_preview = _preview(_first_text(content))
+        entry.text_preview = _preview_of(content)
 
 
 def _measure(entry: Entry, obj: dict) -> None:
@@ -309,23 +334,19 @@ def _measure(entry: Entry, obj: dict) -> None:
         model = message.get("model")
         entry.model = model if isinstance(model, str) else None
         entry.usage_ctx = usage_context(message.get("usage"))
-    entry.text_preview = _preview(_first_text(content))
+    entry.text_preview = _preview_of(content)
 
 
 def scan(path: Path, rewrite: Rewrite | None = None) -> Transcript:
     """Read `path` once and rebuild its active chain.
 
-    `rewrite`, when given, sees every message line as it is read (with the line's size in bytes); the
-    lines it changes are kept, serialized, in a temporary spool, so a writer never parses the big original
-    line again.
+    `rewrite`, when given, is applied to each message line when it is measured (see Transcript.measure):
+    only the lines an operation looks at are ever rewritten.
     """
-    from .writer import dump_line
-
     path = Path(path)
     before = Fingerprint.of(path)
     entries: list[Entry] = []
     bad: list[BadLine] = []
-    spool = tempfile.TemporaryFile(prefix="ombre-spool-") if rewrite else None
     lines_total = 0
     gc_was_on = gc.isenabled()
     gc.disable()  # the loop keeps many small records and makes no reference cycles: collections only cost
@@ -344,34 +365,16 @@ def scan(path: Path, rewrite: Rewrite | None = None) -> Transcript:
                 except (ValueError, UnicodeDecodeError) as exc:
                     bad.append(BadLine(lineno, start, describe_error(exc, chunk)))
                     continue
-                stats = changed = None
-                if rewrite is not None and obj.get("type") in MESSAGE_TYPES:
-                    changed, stats = rewrite(obj, len(chunk))
-                    if changed is not None:
-                        obj = changed
                 entry = _entry_for(lineno, start, obj)
-                if entry is None:
-                    continue
-                if changed is not None:
-                    entry.rewrite_stats = stats
-                    data = dump_line(changed)
-                    entry.spool = (spool.tell(), len(data))
-                    spool.write(data)
-                    _measure(entry, changed)  # in hand now; rewritten lines are the big ones
-                elif stats is not None:
-                    entry.rewrite_stats = stats
-                entries.append(entry)
-    except BaseException:
-        if spool is not None:
-            spool.close()
-        raise
+                if entry is not None:
+                    entries.append(entry)
     finally:
         if gc_was_on:
             gc.enable()
     chain, boundary, leaf = build_chain(entries)
     _number_events(chain)
     return Transcript(path=path, fingerprint=before, entries=entries, bad_lines=bad, chain=chain,
-                      boundary=boundary, leaf=leaf, lines_total=lines_total, _spool=spool)
+                      boundary=boundary, leaf=leaf, lines_total=lines_total, rewrite=rewrite)
 
 
 CHAIN_TYPES = ("user", "assistant", "attachment", "system")  # what Claude Code loads as messages

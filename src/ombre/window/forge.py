@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import LiveSessionError, SelectionError, TranscriptError, UsageError
 from ..transcript.chain import Entry, Transcript, parse_timestamp, scan
-from ..transcript.reader import Fingerprint, read_raw
+from ..transcript.reader import Fingerprint, parse_line, read_raw
 from ..transcript.tokens import context_pct
 from ..transcript.writer import dump_line, write_atomic
 from . import history
@@ -305,9 +305,9 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
 
 
 def _load(t: Transcript, e: Entry) -> dict:
+    """A kept line's object: the rewritten one from the spool, or the original read again."""
     data = t.spooled(e)
-    raw = data if data is not None else read_raw(t.path, e.offset)
-    return json.loads(raw)
+    return parse_line(data if data is not None else read_raw(t.path, e.offset))
 
 
 def _handoff_line(template: dict, text: str, new_sid: str, when: dt.datetime) -> dict:

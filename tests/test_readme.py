@@ -1,0 +1,37 @@
+"""The README cannot drift: its set-up commands are what CI runs, and every option it shows exists."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ombre.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
+    setup = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```sh\n(.+?)\n```", setup, flags=re.S)
+    assert len(commands) == 2
+    assert "ombre demo" in commands[0] and "pip install" in commands[0]
+    assert commands[1].strip() == "bash scripts/test"
+    assert "bash scripts/test" in (REPO / ".ci" / "run").read_text()
+
+
+def test_every_option_the_readme_shows_exists():
+    runner = CliRunner()
+    for command, options in re.findall(r"### `ombre (\w+) ([^`]*)`", README):
+        help_text = runner.invoke(main, [command, "--help"]).output
+        for option in re.findall(r"--[a-z][a-z-]*", options):
+            assert option in help_text, f"README shows `ombre {command} {option}`, which --help lacks"
+    for option in re.findall(r"`(--keep-(?:from|to)-[a-z]+)", README):
+        assert option in runner.invoke(main, ["forge", "--help"]).output
+
+
+def test_bench_figures_in_the_readme_come_from_the_bench_output():
+    table = REPO / "bench" / "out" / "forge_speed.txt"
+    rows = [line for line in table.read_text(encoding="utf-8").splitlines() if re.match(r"(payload|chatty) ", line)]
+    assert rows and all(row in README for row in rows)
