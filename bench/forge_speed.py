@@ -14,7 +14,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,14 +69,15 @@ def generate_chatty(path: Path, megabytes: int, seed: int = 2) -> None:
     rng = random.Random(seed)
     target = megabytes * 1024 * 1024
     written = 0
+    last_uuid: str | None = None
     with open(path, "w", encoding="utf-8") as f:
         while written < target:
             b = companion_session(rng, turns=200, payload_chars=1_500, days=2)
-            if written:  # continue the same chain: re-parent this batch's first line on the last one
+            if last_uuid:  # continue the same chain: re-parent this batch's first line on the last one
                 first = json.loads(b.lines[1])
                 first["parentUuid"] = last_uuid
                 b.lines[1] = json.dumps(first, ensure_ascii=False, separators=(",", ":"))
-            last_uuid = b.last
+            last_uuid = b.last  # the next batch continues from here
             chunk = b.text()
             f.write(chunk)
             written += len(chunk.encode("utf-8"))

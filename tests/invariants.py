@@ -104,7 +104,7 @@ def assert_new_session_sound(source: Path, new: Path, *, squash: int | None = No
             got = [(b.get("thinking"), b.get("signature")) for b in o["message"]["content"]
                    if isinstance(b, dict) and b.get("type") == "thinking"]
             assert got == want or (got == [] and squash), "thinking byte-identical"
-            for text, sig in got:
+            for text, _signature in got:
                 assert json.dumps(text, ensure_ascii=False) in raw
             usage = o["message"].get("usage")
             if isinstance(usage, dict):

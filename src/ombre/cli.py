@@ -48,6 +48,7 @@ def _session(settings: Settings, ref: str | None) -> Path:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print a machine-readable result.")
+dry_run_option = click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
 session_argument = click.argument("session", required=False)
 
 
@@ -97,7 +98,7 @@ def _anchor_line(a) -> str:
               "AUTO_FORGE_DIET_RETAIN or 150000].")
 @click.option("--squash", type=int, default=None, help="Cap, in characters, for each tool payload [default: "
               "AUTO_FORGE_DIET_SQUASH or 2000].")
-@click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
+@dry_run_option
 @json_option
 @click.pass_obj
 @handles_errors
@@ -131,7 +132,7 @@ def diet(settings: Settings, session: str | None, retain: int | None, squash: in
               help="Put this handoff text in as the first (clearly marked) user event.")
 @click.option("--max-kept", type=int, default=None, help="Trim a larger kept set from its oldest end "
               "[default: AUTO_FORGE_MAX_KEPT or 100000].")
-@click.option("--dry-run", is_flag=True, help="Report what would happen; write nothing.")
+@dry_run_option
 @json_option
 @click.pass_obj
 @handles_errors
@@ -141,7 +142,7 @@ def forge(settings: Settings, session: str | None, retain: int | None, keep_days
           inject_file: Path | None, max_kept: int | None, dry_run: bool, as_json: bool) -> None:
     """Cut to the recent raw tail (thinking kept) or a chosen range; write a new session id."""
     from .window.forge import ForgeOptions, run
-    from .window.select import EndSpec, Selector, parse_days
+    from .window.select import Selector, parse_days
 
     keep_from = _end("from", keep_from_idx, keep_from_uuid, keep_from_ts)
     keep_to = _end("to", keep_to_idx, keep_to_uuid, keep_to_ts)

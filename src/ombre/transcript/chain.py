@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import TranscriptError
 from .reader import Fingerprint, describe_error, parse_line
 from .writer import dump_line
 from .tokens import estimate_block, estimate_content, estimate_json, estimate_text, usage_context, window_for
@@ -131,22 +130,20 @@ class Transcript:
             self._events = [e for e in self.chain if e.is_event]
         return self._events
 
+    def _last_reply(self) -> Entry | None:
+        last = next((e for e in reversed(self.chain) if e.type == "assistant"), None)
+        return self.measure([last])[0] if last is not None else None
+
     @property
     def last_usage(self) -> int | None:
         """The stored context size of the last assistant reply (what Claude Code trusts on resume)."""
-        last = next((e for e in reversed(self.chain) if e.type == "assistant"), None)
-        if last is None:
-            return None
-        self.measure([last])
-        return last.usage_ctx
+        last = self._last_reply()
+        return last.usage_ctx if last else None
 
     @property
     def model(self) -> str | None:
-        last = next((e for e in reversed(self.chain) if e.type == "assistant"), None)
-        if last is None:
-            return None
-        self.measure([last])
-        return last.model
+        last = self._last_reply()
+        return last.model if last else None
 
     def window(self, default: int) -> int:
         return window_for(self.model, self.last_usage, default)

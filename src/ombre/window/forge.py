@@ -8,7 +8,6 @@ The original file is only ever opened for reading.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import statistics
 import time
 import uuid as uuidlib

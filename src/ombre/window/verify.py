@@ -1,7 +1,6 @@
 """The invariants a rewritten session must hold before anything may point at it (DESIGN §2)."""
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
