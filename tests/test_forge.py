@@ -174,3 +174,17 @@ def test_image_placeholder_names_mime_and_size():
     stats = squash_line(line, 2_000)
     assert stats.images == 1
     assert line["message"]["content"][0] == {"type": "text", "text": "[ombre 已省略图片：image/jpeg，base64 约 29 KB]"}
+
+
+def test_tool_call_in_flight_in_a_fresh_file_is_refused(tmp_path):
+    b = companion_session(random.Random(11), turns=2, tool_every=0)
+    b.say("帮我查一下天气")
+    b.reply([{"type": "tool_use", "id": "toolu_inflight", "name": "Bash", "input": {"command": "weather"}}])
+    path = _write(tmp_path, b, age_s=1)
+    with pytest.raises(LiveSessionError, match="in progress"):
+        run_forge(path, ForgeOptions())
+    old = time.time() - 3_600  # the same file an hour later: the crashed call is dropped, not kept
+    os.utime(path, (old, old))
+    result = run_forge(path, ForgeOptions())
+    assert any("tool_use" in d for d in result.dropped_trailing)
+    assert_new_session_sound(path, Path(result.new_path))

@@ -142,14 +142,17 @@ def _refuse_live(t: Transcript) -> None:
 
 
 def _open_turn(events: list[Entry]) -> bool:
-    """True when the chain ends mid-turn: a tool call without its result, or a message with no reply yet."""
+    """True when the chain ends mid-turn: a message or tool result with no reply yet, or a tool call
+    still waiting for its result."""
     if not events:
         return False
     last = events[-1]
-    if last.type == "assistant":
-        answered = {r for e in events for r in e.tool_results}
-        return any(t not in answered for e in events[-8:] if e.msg_id == last.msg_id for t in e.tool_uses)
-    return last.real_user or bool(last.tool_results)
+    if last.type == "user":
+        return last.real_user or bool(last.tool_results)
+    start = next((i for i in range(len(events) - 1, -1, -1) if events[i].real_user), 0)
+    asked = {t for e in events[start:] for t in e.tool_uses}
+    answered = {t for e in events[start:] for t in e.tool_results}
+    return bool(asked - answered)
 
 
 def _complete_prefix(t: Transcript, events: list[Entry], whole: set[str]) -> tuple[list[Entry], list[str]]:
@@ -187,7 +190,9 @@ def _reply_end(events: list[Entry], whole: set[str]) -> int:
     for i, e in enumerate(events):
         pending.update(x for x in e.tool_uses if x in whole)
         pending.difference_update(e.tool_results)
-        if e.type == "assistant" and not pending:
+        # An assistant line with a tool call is never an end: answered, its result follows; unanswered
+        # (a crash), Claude Code drops the line on resume and the window would end on a user message.
+        if e.type == "assistant" and not pending and not e.tool_uses:
             end = i + 1
     return end
 
