@@ -27,7 +27,7 @@ from typing import Callable
 
 from .reader import Fingerprint, describe_error, parse_line
 from .writer import dump_line
-from .tokens import estimate_block, estimate_content, estimate_json, estimate_text, usage_context, window_for
+from ..tokens import estimate_block, estimate_content, estimate_json, estimate_text, usage_context, window_for
 
 READ_BUFFER = 1 << 20  # lines of tool output and images run to megabytes; small buffers re-copy them
 MESSAGE_TYPES = ("user", "assistant")

@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .chain import scan
-from .tokens import context_pct
+from ..tokens import context_pct
 
 AUTOCOMPACT_MARGIN = 33_000  # Claude Code compacts near window − 33k (≈167k of 200k, the seed's "~83%")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import LiveSessionError, SelectionError, TranscriptError, UsageError
 from ..transcript.chain import Entry, Transcript, parse_timestamp, scan
 from ..transcript.reader import Fingerprint, parse_line, read_raw
-from ..transcript.tokens import context_pct
+from ..tokens import context_pct
 from ..transcript.writer import dump_line, write_atomic
 from . import history
 from .select import Selection, Selector, select
