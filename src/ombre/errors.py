@@ -60,3 +60,11 @@ class SelectionError(OmbreError):
 
 class InvariantError(OmbreError):
     """A rewritten transcript broke a rule Claude Code relies on; nothing was put in place."""
+
+
+class MemoryInputError(UsageError):
+    """A hold or breath request whose fields are out of range or unknown."""
+
+
+class StoreError(OmbreError):
+    """The memory database could not be read or written."""

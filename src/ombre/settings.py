@@ -49,6 +49,12 @@ class Settings:
     diet_squash: int = 2_000
     forge_max_kept: int = 100_000
     ombre_hold: bool = True
+    max_pinned: int = 20
+    max_importance_10: int = 5
+    max_importance_9: int = 20  # importance ≥ 9, tens included
+    auto_hold_daily: int = 8
+    max_content_chars: int = 4_000
+    extra_types: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -72,6 +78,12 @@ class Settings:
             diet_squash=_int(env, "AUTO_FORGE_DIET_SQUASH", 2_000),
             forge_max_kept=_int(env, "AUTO_FORGE_MAX_KEPT", 100_000),
             ombre_hold=_flag(env, "FORGE_OMBRE_HOLD", True),
+            max_pinned=_int(env, "OMBRE_MAX_PINNED", 20),
+            max_importance_10=_int(env, "OMBRE_MAX_IMPORTANCE_10", 5),
+            max_importance_9=_int(env, "OMBRE_MAX_IMPORTANCE_9", 20),
+            auto_hold_daily=_int(env, "OMBRE_AUTO_HOLD_DAILY", 8),
+            max_content_chars=_int(env, "OMBRE_MAX_CONTENT_CHARS", 4_000),
+            extra_types=tuple(t.strip() for t in env.get("OMBRE_EXTRA_TYPES", "").split(",") if t.strip()),
         )
 
     @property
@@ -79,8 +91,13 @@ class Settings:
         return self.claude_home / "projects"
 
     @property
+    def memory_db(self) -> Path:
+        return self.ombre_home / "ombre.db"
+
+    @property
     def history_log(self) -> Path:
         return self.ombre_home / "history.jsonl"
 
     def as_dict(self) -> dict:
-        return {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else v) for f in fields(self)}
+        return {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else
+                         list(v) if isinstance(v, tuple) else v) for f in fields(self)}

@@ -1,0 +1,203 @@
+"""breath: recall — hybrid keyword + vector retrieval, fused, then ranked with importance, activation
+and decay (never a "+1 per hit" heat score as the main order, seed §9.2, §13). Pinned core is surfaced
+by policy, not by competing for the budget; at most one anniversary card a day; results say why."""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..errors import MemoryInputError
+from ..tokens import estimate_text
+from . import anniversary, emotion
+from .embed import Embedder
+from .model import HANDOFF_TYPE, SHANGHAI, Memory, iso, now_utc
+from .segment import fts_query
+from .store import MemoryStore
+
+# Fusion weights, tuned on MemDaily (bench/recall_memdaily.py; tuned on the 01_simple files, reported on all).
+KEYWORD_WEIGHT = 0.5
+VECTOR_WEIGHT = 0.5
+CANDIDATES = 100
+DECAY_PER_DAY = 0.05  # e^(−0.05·days) as in the public Ombre; commitments and pinned are exempt
+MIN_RELEVANCE = 0.05  # a fused score below this is noise, not a memory worth a card
+
+
+@dataclass
+class BreathRequest:
+    """The parameters of the public Ombre's `breath` tool."""
+
+    query: str = ""
+    max_results: int = 5
+    max_tokens: int = 1800
+    domain: str | None = None
+    valence: float | None = None
+    arousal: float | None = None
+    is_session_start: bool = False
+
+
+@dataclass
+class Card:
+    id: str
+    title: str
+    content: str
+    type: str
+    status: str
+    evidence: str  # the quote, or 未确认
+    pinned: bool
+    score: float
+    why: dict = field(default_factory=dict)
+    tokens: int = 0
+
+    def render(self) -> str:
+        mark = "" if self.status == "confirmed" else "（未确认）"
+        head = f"[{self.type}{mark}] {self.title + '：' if self.title else ''}{self.content}"
+        return head + (f" —— 原话{self.evidence}" if self.evidence.startswith("「") else "")
+
+
+@dataclass
+class BreathResult:
+    cards: list[Card] = field(default_factory=list)
+    pinned: list[Card] = field(default_factory=list)
+    anniversary: Card | None = None
+    handoff: str | None = None
+    emotion: str | None = None
+    degraded: list[str] = field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _card(m: Memory, score: float, why: dict) -> Card:
+    card = Card(m.id, m.title, m.content, m.type, m.status, m.evidence.mark, m.pinned, round(score, 4), why)
+    card.tokens = estimate_text(card.render())
+    return card
+
+
+def _days_since(stamp: str, now: dt.datetime) -> float:
+    try:
+        return max(0.0, (now - dt.datetime.fromisoformat(stamp)).total_seconds() / 86400)
+    except ValueError:
+        return 0.0
+
+
+def rank_factor(m: Memory, now: dt.datetime) -> tuple[float, dict]:
+    """How much more than its relevance a memory weighs: importance, a gentle activation term, decay."""
+    importance = 0.75 + 0.25 * m.importance / 10
+    activation = (1 + m.activation_count) ** 0.05
+    if m.is_commitment or m.pinned:
+        decay = 1.0
+    else:
+        decay = 0.8 + 0.2 * math.exp(-DECAY_PER_DAY * _days_since(m.last_active, now))
+    return importance * activation * decay, {"importance": round(importance, 3), "decay": round(decay, 3),
+                                            "activation": round(activation, 3)}
+
+
+def _normalise(scores: dict[str, float]) -> dict[str, float]:
+    if not scores:
+        return {}
+    hi, lo = max(scores.values()), min(scores.values())
+    span = hi - lo
+    return {k: (v - lo) / span if span > 0 else 1.0 for k, v in scores.items()}
+
+
+def retrieve(store: MemoryStore, query: str, *, embedder: Embedder | None, extra_terms: tuple[str, ...] = (),
+             keyword_weight: float = KEYWORD_WEIGHT, vector_weight: float = VECTOR_WEIGHT,
+             limit: int = CANDIDATES, degraded: list[str] | None = None) -> dict[str, tuple[float, dict]]:
+    """Fused relevance per memory id: normalised BM25 over segmented terms and normalised cosine."""
+    keyword = dict(store.keyword_search(fts_query(query, list(extra_terms)), limit))
+    vector: dict[str, float] = {}
+    if embedder is not None and vector_weight > 0:
+        ids, matrix = store.vectors()
+        if len(ids):
+            try:
+                sims = matrix @ embedder.query(query)
+                top = np.argpartition(-sims, min(limit, len(ids) - 1))[:limit]
+                vector = {ids[i]: float(sims[i]) for i in top}
+            except Exception as exc:  # noqa: BLE001 — recall goes on with keywords alone
+                if degraded is not None:
+                    degraded.append(f"vector search unavailable: {exc}")
+    kw, vec = _normalise(keyword), _normalise(vector)
+    fused: dict[str, tuple[float, dict]] = {}
+    for mid in set(kw) | set(vec):
+        score = keyword_weight * kw.get(mid, 0.0) + vector_weight * vec.get(mid, 0.0)
+        fused[mid] = (score, {"keyword": round(kw.get(mid, 0.0), 3), "vector": round(vec.get(mid, 0.0), 3)})
+    return fused
+
+
+def breath(store: MemoryStore, req: BreathRequest, *, embedder: Embedder | None = None,
+           now: dt.datetime | None = None, touch: bool = True) -> BreathResult:
+    started = time.perf_counter()
+    now = now or now_utc()
+    if req.max_results < 1 or req.max_results > 50:
+        raise MemoryInputError(f"max_results {req.max_results} is not between 1 and 50")
+    if req.max_tokens < 50:
+        raise MemoryInputError(f"max_tokens {req.max_tokens} is too small for a single card")
+    result = BreathResult()
+    query = (req.query or "").strip()
+    if req.is_session_start and not query:
+        result.handoff, result.pinned = session_start(store, now)
+    if query:
+        _recall(store, req, query, embedder, now, result)
+    today = now.astimezone(SHANGHAI).date()
+    anniv = anniversary.pick(store, today)
+    if anniv is not None:
+        result.anniversary = _card(anniv, 1.0, {"anniversary": today.isoformat()})
+    if touch:
+        store.touch([c.id for c in result.cards + result.pinned], iso(now))
+    result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
+    return result
+
+
+def _recall(store: MemoryStore, req: BreathRequest, query: str, embedder: Embedder | None, now: dt.datetime,
+            result: BreathResult) -> None:
+    bias = emotion.bias(query)
+    target_v = req.valence if req.valence is not None else (bias.valence if bias else None)
+    target_a = req.arousal if req.arousal is not None else (bias.arousal if bias else None)
+    result.emotion = bias.label if bias else None
+    fused = retrieve(store, query, embedder=embedder, extra_terms=bias.extra_terms if bias else (),
+                     degraded=result.degraded)
+    scored: list[tuple[float, Memory, dict]] = []
+    for mid, (relevance, why) in fused.items():
+        if relevance < MIN_RELEVANCE:
+            continue
+        m = store.get(mid)
+        if m is None or m.archived or (req.domain and m.domain != req.domain):
+            continue
+        factor, parts = rank_factor(m, now)
+        mood = 1.0
+        if target_v is not None:
+            mood += 0.1 * (1 - abs(m.valence - target_v))
+        if target_a is not None:
+            mood += 0.05 * (1 - abs(m.arousal - target_a))
+        why = {**why, **parts, "emotion": round(mood, 3), "relevance": round(relevance, 3)}
+        scored.append((relevance * factor * mood, m, why))
+    scored.sort(key=lambda x: -x[0])
+    budget = req.max_tokens
+    for score, m, why in scored:
+        card = _card(m, score, why)
+        if m.pinned:
+            if len(result.pinned) < 3:  # pinned core: shown when relevant, outside the card budget
+                result.pinned.append(card)
+            continue
+        if len(result.cards) >= req.max_results or card.tokens > budget:
+            continue
+        budget -= card.tokens
+        result.cards.append(card)
+
+
+def session_start(store: MemoryStore, now: dt.datetime) -> tuple[str | None, list[Card]]:
+    """The compact handoff block for a new window: the latest 会话交接 and the pinned core."""
+    handoffs = store.list(type=HANDOFF_TYPE, limit=1)
+    pinned = [_card(m, 1.0, {"policy": "pinned core"}) for m in store.list(pinned=True)]
+    lines = []
+    if handoffs:
+        h = handoffs[0]
+        lines.append(f"【最近一次会话交接 · {h.created[:10]}】\n{h.content}")
+    if pinned:
+        lines.append("【置顶核心】\n" + "\n".join(f"- {c.render()}" for c in pinned))
+    return ("\n\n".join(lines) if lines else None), pinned

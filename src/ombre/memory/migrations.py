@@ -1,0 +1,76 @@
+"""Schema history, one small named function per step, applied names recorded in `_migrations`.
+
+Never edit an applied migration: add the next one.
+"""
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
+migration = MIGRATIONS.append
+
+
+@migration
+def m001_memories(db: sqlite3.Connection) -> None:
+    db.execute("""
+        CREATE TABLE memories (
+            id TEXT PRIMARY KEY,
+            content TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            type TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            importance INTEGER NOT NULL CHECK (importance BETWEEN 1 AND 10),
+            pinned INTEGER NOT NULL DEFAULT 0,
+            valence REAL NOT NULL DEFAULT 0.5,
+            arousal REAL NOT NULL DEFAULT 0.3,
+            domain TEXT NOT NULL DEFAULT '',
+            event_date TEXT,
+            created TEXT NOT NULL,
+            last_active TEXT NOT NULL,
+            activation_count INTEGER NOT NULL DEFAULT 0,
+            status TEXT NOT NULL,
+            archived INTEGER NOT NULL DEFAULT 0,
+            from_session TEXT,
+            evidence_date TEXT,
+            quote TEXT,
+            embedding BLOB,
+            embed_model TEXT
+        )""")
+    db.execute("CREATE INDEX memories_active ON memories(archived, pinned, importance)")
+    db.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(terms, memory_id UNINDEXED)")
+
+
+@migration
+def m002_gate_log(db: sqlite3.Connection) -> None:
+    db.execute("""
+        CREATE TABLE gate_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            day TEXT NOT NULL,
+            source TEXT NOT NULL,
+            decision TEXT NOT NULL,
+            reasons TEXT NOT NULL,
+            memory_id TEXT,
+            content TEXT NOT NULL
+        )""")
+    db.execute("CREATE INDEX gate_log_day ON gate_log(day, source, decision)")
+
+
+@migration
+def m003_meta(db: sqlite3.Connection) -> None:
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+def apply(db: sqlite3.Connection) -> list[str]:
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
+    applied = []
+    for step in MIGRATIONS:
+        if step.__name__ in done:
+            continue
+        with db:
+            step(db)
+            db.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", (step.__name__,))
+        applied.append(step.__name__)
+    return applied

@@ -1,0 +1,75 @@
+"""A memory ("bucket") and its evidence chain (seed §7, §8.3; DESIGN §4)."""
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import asdict, dataclass, field
+from zoneinfo import ZoneInfo
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+UNCONFIRMED = "未确认"
+CONFIRMED = "confirmed"
+COMMITMENT_TYPES = ("承诺", "约定")  # never decay, never archived automatically (seed §7.2)
+HANDOFF_TYPE = "会话交接"
+BUILTIN_TYPES = ("偏好", "事件", "规则", "承诺", "约定", HANDOFF_TYPE, "感受", "关系", "日常")
+
+
+def now_utc() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def shanghai_date(moment: dt.datetime) -> str:
+    return moment.astimezone(SHANGHAI).date().isoformat()
+
+
+@dataclass
+class Evidence:
+    """Where a memory came from. No quote means 未确认: a quote is never invented."""
+
+    from_session: str | None = None
+    date: str | None = None  # Shanghai calendar day the words were said
+    quote: str | None = None  # ≤ 2 sentences of the person's own words
+
+    @property
+    def mark(self) -> str:
+        return f"「{self.quote}」" if self.quote else UNCONFIRMED
+
+
+@dataclass
+class Memory:
+    content: str
+    title: str = ""
+    type: str = "事件"
+    tags: list[str] = field(default_factory=list)
+    importance: int = 5
+    pinned: bool = False
+    valence: float = 0.5
+    arousal: float = 0.3
+    domain: str = ""
+    event_date: str | None = None  # the day the thing happened (YYYY-MM-DD), if known
+    created: str = ""
+    last_active: str = ""
+    activation_count: int = 0
+    status: str = UNCONFIRMED
+    archived: bool = False
+    evidence: Evidence = field(default_factory=Evidence)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    has_vector: bool = False
+
+    @property
+    def is_commitment(self) -> bool:
+        return self.type in COMMITMENT_TYPES or any(t in COMMITMENT_TYPES for t in self.tags)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Memory":
+        data = dict(data)
+        data["evidence"] = Evidence(**(data.get("evidence") or {}))
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})

@@ -1,0 +1,117 @@
+"""The memory service: one object the CLI, HTTP and MCP adapters share (store + embedder + settings)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from ..errors import MemoryInputError
+from ..settings import Settings
+from .breath import BreathRequest, BreathResult, breath
+from .embed import E5Embedder, Embedder
+from .hold import HoldRequest, HoldResult, enrich_pending, hold
+from .model import Memory, iso, now_utc
+from .segment import fts_document
+from .sqlite_store import SQLiteStore
+from .store import MemoryStore
+
+
+class MemoryService:
+    def __init__(self, settings: Settings, store: MemoryStore | None = None, embedder: Embedder | None = None,
+                 use_vectors: bool = True) -> None:
+        self.settings = settings
+        self.store = store or SQLiteStore(settings.memory_db)
+        self._embedder = embedder
+        self._use_vectors = use_vectors
+        self.embedder_error: str | None = None
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """Loaded on first use; a model that cannot load degrades recall to keywords, never fails it."""
+        if self._embedder is None and self._use_vectors and self.embedder_error is None:
+            try:
+                self._embedder = E5Embedder()
+            except Exception as exc:  # noqa: BLE001
+                self.embedder_error = f"embedding model unavailable: {exc}"
+        return self._embedder
+
+    def hold(self, req: HoldRequest, now: dt.datetime | None = None) -> HoldResult:
+        s = self.settings
+        return hold(self.store, req, embedder=self.embedder, max_chars=s.max_content_chars,
+                    extra_types=s.extra_types, auto_daily=s.auto_hold_daily, max_pinned=s.max_pinned,
+                    max_10=s.max_importance_10, max_9=s.max_importance_9, now=now)
+
+    def breath(self, req: BreathRequest, now: dt.datetime | None = None) -> BreathResult:
+        result = breath(self.store, req, embedder=self.embedder, now=now)
+        if self.embedder_error:
+            result.degraded.append(self.embedder_error)
+        return result
+
+    def get(self, memory_id: str) -> Memory:
+        m = self.store.get(memory_id)
+        if m is None:
+            raise MemoryInputError(f"no memory with id {memory_id!r}", hint="list ids with `ombre memories list`")
+        return m
+
+    def set_flag(self, memory_id: str, *, pinned: bool | None = None, archived: bool | None = None,
+                 force: bool = False) -> Memory:
+        m = self.get(memory_id)
+        if archived and m.is_commitment and not force:
+            raise MemoryInputError(f"{memory_id} is a commitment (承诺/约定): commitments are not archived",
+                                   hint="pass --force if the person really withdrew it")
+        if pinned is not None:
+            m.pinned = pinned
+        if archived is not None:
+            m.archived = archived
+            if not archived:
+                m.last_active = iso(now_utc())  # a restored memory must not sink straight back
+        self.store.update(m)
+        return m
+
+    def export(self, path: Path) -> int:
+        memories = self.store.list(archived=None)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            for m in reversed(memories):
+                f.write(json.dumps(m.to_dict(), ensure_ascii=False) + "\n")
+        tmp.replace(path)
+        return len(memories)
+
+    def import_(self, path: Path) -> tuple[int, int]:
+        """Add memories from an export (JSON lines); ids already present are skipped."""
+        added = skipped = 0
+        rows = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(Memory.from_dict(json.loads(line)))
+            except (ValueError, TypeError) as exc:
+                raise MemoryInputError(f"{path}:{n}: not a memory: {exc}", hint="nothing was imported") from None
+        for m in rows:
+            if self.store.get(m.id) is not None:
+                skipped += 1
+                continue
+            self.store.add(m, fts_document(" ".join([m.title, m.content, " ".join(m.tags)])))
+            added += 1
+        if self.embedder is not None:
+            enrich_pending(self.store, self.embedder)
+        return added, skipped
+
+    def health(self) -> dict:
+        try:
+            total = self.store.count()
+        except Exception as exc:  # noqa: BLE001
+            return {"status": "degraded", "reason": f"store unavailable: {exc}"}
+        self.embedder
+        if self.embedder_error:
+            return {"status": "degraded", "reason": self.embedder_error, "memories": total}
+        return {"status": "ok", "memories": total}
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def as_dict(value: object) -> dict:
+    return asdict(value)  # type: ignore[arg-type]

@@ -1,0 +1,204 @@
+"""The embedded default store: one SQLite file (WAL) with an FTS5 keyword index and float32 vectors.
+
+Python's sqlite3 here cannot load extensions, so vectors are BLOBs scored with numpy (DESIGN §5); the
+matrix is cached and reloaded only when the database changed (PRAGMA data_version, or our own writes).
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import StoreError
+from . import migrations
+from .model import Evidence, Memory
+from .store import GateEntry
+
+_COLUMNS = ("id, content, title, type, tags, importance, pinned, valence, arousal, domain, event_date, created, "
+            "last_active, activation_count, status, archived, from_session, evidence_date, quote, "
+            "embedding IS NOT NULL")
+
+
+def _row_to_memory(row: tuple) -> Memory:
+    (mid, content, title, kind, tags, importance, pinned, valence, arousal, domain, event_date, created,
+     last_active, activation, status, archived, from_session, ev_date, quote, has_vec) = row
+    return Memory(id=mid, content=content, title=title, type=kind, tags=json.loads(tags), importance=importance,
+                  pinned=bool(pinned), valence=valence, arousal=arousal, domain=domain, event_date=event_date,
+                  created=created, last_active=last_active, activation_count=activation, status=status,
+                  archived=bool(archived), evidence=Evidence(from_session, ev_date, quote), has_vector=bool(has_vec))
+
+
+def _values(m: Memory) -> tuple:
+    return (m.content, m.title, m.type, json.dumps(m.tags, ensure_ascii=False), m.importance, int(m.pinned),
+            m.valence, m.arousal, m.domain, m.event_date, m.created, m.last_active, m.activation_count, m.status,
+            int(m.archived), m.evidence.from_session, m.evidence.date, m.evidence.quote)
+
+
+class SQLiteStore:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            migrations.apply(self._db)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the memory database {self.path}: {exc}",
+                             hint="check OMBRE_HOME and that the file is a SQLite database") from exc
+        self._lock = threading.RLock()
+        self._cache: tuple[int, list[str], np.ndarray] | None = None
+        self._generation = 0
+
+    # -- writes ---------------------------------------------------------------------------------------
+    def _write(self, sql_steps: list[tuple[str, tuple]]) -> None:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                for sql, params in sql_steps:
+                    self._db.execute(sql, params)
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StoreError(f"memory database write failed: {exc}", hint="nothing was written; try again")
+            self._generation += 1
+
+    def add(self, memory: Memory, terms: str) -> None:
+        self._write([
+            ("INSERT INTO memories (id, content, title, type, tags, importance, pinned, valence, arousal, domain, "
+             "event_date, created, last_active, activation_count, status, archived, from_session, evidence_date, "
+             "quote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (memory.id, *_values(memory))),
+            ("INSERT INTO memories_fts (terms, memory_id) VALUES (?, ?)", (terms, memory.id)),
+        ])
+
+    def update(self, memory: Memory, terms: str | None = None) -> None:
+        steps = [("UPDATE memories SET content=?, title=?, type=?, tags=?, importance=?, pinned=?, valence=?, "
+                  "arousal=?, domain=?, event_date=?, created=?, last_active=?, activation_count=?, status=?, "
+                  "archived=?, from_session=?, evidence_date=?, quote=? WHERE id=?", (*_values(memory), memory.id))]
+        if terms is not None:
+            steps += [("DELETE FROM memories_fts WHERE memory_id=?", (memory.id,)),
+                      ("INSERT INTO memories_fts (terms, memory_id) VALUES (?, ?)", (terms, memory.id))]
+        self._write(steps)
+
+    def set_vector(self, memory_id: str, vector: np.ndarray, model: str) -> None:
+        blob = np.asarray(vector, dtype=np.float32).tobytes()
+        self._write([("UPDATE memories SET embedding=?, embed_model=? WHERE id=?", (blob, model, memory_id))])
+
+    def touch(self, ids: list[str], at: str) -> None:
+        if ids:
+            self._write([("UPDATE memories SET activation_count = activation_count + 1, last_active=? WHERE id=?",
+                          (at, i)) for i in ids])
+
+    def log_gate(self, entry: GateEntry) -> None:
+        self._write([("INSERT INTO gate_log (at, day, source, decision, reasons, memory_id, content) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                      (entry.at, entry.day, entry.source, entry.decision,
+                       json.dumps(entry.reasons, ensure_ascii=False), entry.memory_id, entry.content[:500]))])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write([("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                      (key, value))])
+
+    # -- reads ----------------------------------------------------------------------------------------
+    def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"memory database read failed: {exc}", hint="check the database file") from exc
+
+    def get(self, memory_id: str) -> Memory | None:
+        rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id=?", (memory_id,))
+        return _row_to_memory(rows[0]) if rows else None
+
+    def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
+             limit: int | None = None) -> list[Memory]:
+        where, params = [], []
+        if archived is not None:
+            where.append("archived=?")
+            params.append(int(archived))
+        if pinned is not None:
+            where.append("pinned=?")
+            params.append(int(pinned))
+        if type is not None:
+            where.append("type=?")
+            params.append(type)
+        sql = f"SELECT {_COLUMNS} FROM memories" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY created DESC, rowid DESC" + (f" LIMIT {int(limit)}" if limit else "")
+        return [_row_to_memory(r) for r in self._query(sql, tuple(params))]
+
+    def count(self, *, pinned: bool | None = None, min_importance: int | None = None) -> int:
+        where, params = ["archived=0"], []
+        if pinned is not None:
+            where.append("pinned=?")
+            params.append(int(pinned))
+        if min_importance is not None:
+            where.append("importance>=?")
+            params.append(min_importance)
+        return self._query("SELECT count(*) FROM memories WHERE " + " AND ".join(where), tuple(params))[0][0]
+
+    def least_active(self, *, pinned: bool | None = None, min_importance: int | None = None,
+                     exclude_commitments: bool = True) -> Memory | None:
+        where, params = ["archived=0"], []
+        if pinned is not None:
+            where.append("pinned=?")
+            params.append(int(pinned))
+        if min_importance is not None:
+            where.append("importance>=?")
+            params.append(min_importance)
+        if exclude_commitments:
+            where.append("type NOT IN ('承诺', '约定')")
+        rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE " + " AND ".join(where)
+                           + " ORDER BY last_active ASC, rowid ASC LIMIT 1", tuple(params))
+        return _row_to_memory(rows[0]) if rows else None
+
+    def on_month_day(self, month_day: str) -> list[Memory]:
+        pattern = f"%-{month_day}"
+        return [_row_to_memory(r) for r in self._query(
+            f"SELECT {_COLUMNS} FROM memories WHERE archived=0 AND (event_date LIKE ? OR created LIKE ?)",
+            (pattern, f"%-{month_day}T%"))]
+
+    def keyword_search(self, match: str, limit: int) -> list[tuple[str, float]]:
+        if not match:
+            return []
+        rows = self._query(
+            "SELECT f.memory_id, -bm25(memories_fts) FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
+            "WHERE memories_fts MATCH ? AND m.archived = 0 ORDER BY bm25(memories_fts) LIMIT ?", (match, limit))
+        return [(r[0], float(r[1])) for r in rows]
+
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        version = self._query("PRAGMA data_version")[0][0] * 1_000_003 + self._generation
+        if self._cache is None or self._cache[0] != version:
+            rows = self._query("SELECT id, embedding FROM memories WHERE archived=0 AND embedding IS NOT NULL")
+            ids = [r[0] for r in rows]
+            matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                      if rows else np.zeros((0, 0), dtype=np.float32))
+            self._cache = (version, ids, matrix)
+        return self._cache[1], self._cache[2]
+
+    def without_vectors(self, limit: int) -> list[Memory]:
+        return [_row_to_memory(r) for r in self._query(
+            f"SELECT {_COLUMNS} FROM memories WHERE embedding IS NULL ORDER BY rowid LIMIT ?", (limit,))]
+
+    def gate_count(self, day: str, source: str, decisions: tuple[str, ...]) -> int:
+        marks = ",".join("?" * len(decisions))
+        return self._query(f"SELECT count(*) FROM gate_log WHERE day=? AND source=? AND decision IN ({marks})",
+                           (day, source, *decisions))[0][0]
+
+    def gate_log(self, limit: int) -> list[GateEntry]:
+        rows = self._query("SELECT at, day, source, decision, reasons, content, memory_id FROM gate_log "
+                           "ORDER BY seq DESC LIMIT ?", (limit,))
+        return [GateEntry(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
+
+    def meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
+        return rows[0][0] if rows else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
