@@ -268,5 +268,184 @@ def demo(settings: Settings, keep: Path | None) -> None:
             click.echo("\n".join(_anchor_line(a) for a in value))
 
 
+def _service(settings: Settings):
+    from .memory.service import MemoryService
+
+    return MemoryService(settings, use_vectors=not _no_vectors())
+
+
+def _no_vectors() -> bool:
+    import os
+
+    return os.environ.get("OMBRE_VECTORS", "1") == "0"  # read once here: a switch for slow machines
+
+
+@main.command()
+@click.argument("content")
+@click.option("--title", default="")
+@click.option("--type", "kind", default="事件", show_default=True, help="偏好 | 事件 | 规则 | 承诺 | 约定 | 会话交接 | …")
+@click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
+@click.option("--importance", type=int, default=5, show_default=True)
+@click.option("--pinned", is_flag=True)
+@click.option("--valence", type=float, default=0.5, show_default=True)
+@click.option("--arousal", type=float, default=0.3, show_default=True)
+@click.option("--domain", default="")
+@click.option("--event-date", default=None, help="The day it happened, YYYY-MM-DD.")
+@click.option("--quote", default=None, help="The person's own words (≤ 2 sentences); without it: 未确认.")
+@click.option("--from-session", default=None, help="The session the words come from.")
+@click.option("--auto", "auto", is_flag=True, help="Judge it as an automatic write (stricter gate).")
+@json_option
+@click.pass_obj
+@handles_errors
+def hold(settings: Settings, content: str, title: str, kind: str, tags: tuple[str, ...], importance: int,
+         pinned: bool, valence: float, arousal: float, domain: str, event_date: str | None, quote: str | None,
+         from_session: str | None, auto: bool, as_json: bool) -> None:
+    """Remember one thing (write_gate, scarcity and the evidence chain apply)."""
+    from .memory.hold import HoldRequest
+
+    service = _service(settings)
+    try:
+        result = service.hold(HoldRequest(
+            content=content, title=title, type=kind, tags=list(tags), importance=importance, pinned=pinned,
+            valence=valence, arousal=arousal, domain=domain, event_date=event_date, quote=quote,
+            from_session=from_session, source="auto" if auto else "manual"))
+    finally:
+        service.close()
+    _emit(as_json, result, lambda: _format_hold(result))
+    if not result.stored:
+        sys.exit(3)
+
+
+def _format_hold(r) -> str:
+    head = f"held {r.id} ({r.status}, importance {r.importance}{', pinned' if r.pinned else ''})" if r.stored \
+        else f"not held: {r.decision}"
+    return "\n".join([head] + [f"  reason   {x}" for x in r.reasons] + [f"  warning  {x}" for x in r.warnings]
+                     + [f"  scarcity {x}" for x in r.scarcity])
+
+
+@main.command()
+@click.argument("query", required=False, default="")
+@click.option("--max-results", type=int, default=5, show_default=True)
+@click.option("--max-tokens", type=int, default=1800, show_default=True)
+@click.option("--domain", default=None)
+@click.option("--valence", type=float, default=None)
+@click.option("--arousal", type=float, default=None)
+@click.option("--session-start", is_flag=True, help="With no query: the handoff block for a new window.")
+@json_option
+@click.pass_obj
+@handles_errors
+def breath(settings: Settings, query: str, max_results: int, max_tokens: int, domain: str | None,
+           valence: float | None, arousal: float | None, session_start: bool, as_json: bool) -> None:
+    """Recall memories for a query (hybrid keyword + vector), or the handoff block at session start."""
+    from .memory.breath import BreathRequest
+
+    service = _service(settings)
+    try:
+        result = service.breath(BreathRequest(query=query, max_results=max_results, max_tokens=max_tokens,
+                                              domain=domain, valence=valence, arousal=arousal,
+                                              is_session_start=session_start))
+    finally:
+        service.close()
+    _emit(as_json, result, lambda: _format_breath(result))
+
+
+def _format_breath(r) -> str:
+    lines = []
+    if r.handoff:
+        lines.append(r.handoff)
+    for c in r.pinned:
+        lines.append(f"  pinned  {c.id}  {c.render()}")
+    for c in r.cards:
+        lines.append(f"  {c.score:6.3f}  {c.id}  {c.render()}")
+    if r.anniversary:
+        lines.append(f"  今日纪念  {r.anniversary.id}  {r.anniversary.render()}")
+    if not lines:
+        lines.append("  (nothing recalled)")
+    lines += [f"  degraded {d}" for d in r.degraded]
+    return "\n".join(lines)
+
+
+@main.group()
+def memories() -> None:
+    """List, inspect, pin, archive, restore, export and import memories."""
+
+
+def _memory_line(m) -> str:
+    flags = ("📌" if m.pinned else "") + ("[archived]" if m.archived else "")
+    status = "" if m.status == "confirmed" else "（未确认）"
+    return f"{m.id}  {m.type}{status} i{m.importance} {flags} {m.content[:60]}"
+
+
+@memories.command("list")
+@click.option("--archived", is_flag=True, help="Show archived memories instead.")
+@click.option("--pinned", is_flag=True, help="Only pinned memories.")
+@click.option("--type", "kind", default=None)
+@click.option("--limit", type=int, default=50, show_default=True)
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_list(settings: Settings, archived: bool, pinned: bool, kind: str | None, limit: int,
+                  as_json: bool) -> None:
+    service = _service(settings)
+    try:
+        items = service.store.list(archived=archived, pinned=True if pinned else None, type=kind, limit=limit)
+    finally:
+        service.close()
+    _emit(as_json, [m.to_dict() for m in items], lambda: "\n".join(_memory_line(m) for m in items) or "(none)")
+
+
+def _memory_command(name: str, doc: str, **change: object) -> None:
+    @memories.command(name, help=doc)
+    @click.argument("memory_id")
+    @click.option("--force", is_flag=True, help="Archive even a commitment.") if name == "archive" else (
+        lambda f: f)
+    @json_option
+    @click.pass_obj
+    @handles_errors
+    def command(settings: Settings, memory_id: str, as_json: bool, force: bool = False) -> None:
+        service = _service(settings)
+        try:
+            m = service.set_flag(memory_id, force=force, **change) if change else service.get(memory_id)
+        finally:
+            service.close()
+        _emit(as_json, m.to_dict(), lambda: _memory_line(m) + ("" if change else "\n" + json.dumps(
+            m.to_dict(), ensure_ascii=False, indent=2)))
+
+
+_memory_command("show", "Show one memory with its evidence.")
+_memory_command("pin", "Pin a memory (pinned core; scarcity caps apply to new pins).", pinned=True)
+_memory_command("unpin", "Unpin a memory.", pinned=False)
+_memory_command("archive", "Archive a memory (commitments need --force).", archived=True)
+_memory_command("restore", "Restore an archived memory; its last_active is refreshed.", archived=False)
+
+
+@memories.command("export")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_obj
+@handles_errors
+def memories_export(settings: Settings, path: Path) -> None:
+    """Write every memory as JSON lines."""
+    service = _service(settings)
+    try:
+        n = service.export(path)
+    finally:
+        service.close()
+    click.echo(f"exported {n} memories to {path}")
+
+
+@memories.command("import")
+@click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.pass_obj
+@handles_errors
+def memories_import(settings: Settings, path: Path) -> None:
+    """Add memories from an export; ids already present are skipped."""
+    service = _service(settings)
+    try:
+        added, skipped = service.import_(path)
+    finally:
+        service.close()
+    click.echo(f"imported {added} memories, skipped {skipped} already present")
+
+
 if __name__ == "__main__":
     main()

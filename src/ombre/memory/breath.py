@@ -161,6 +161,8 @@ def _recall(store: MemoryStore, req: BreathRequest, query: str, embedder: Embedd
     result.emotion = bias.label if bias else None
     fused = retrieve(store, query, embedder=embedder, extra_terms=bias.extra_terms if bias else (),
                      degraded=result.degraded)
+    if embedder is not None and store.without_vectors(1):
+        result.degraded.append("some memories have no vector yet: only their keywords can match")
     scored: list[tuple[float, Memory, dict]] = []
     for mid, (relevance, why) in fused.items():
         if relevance < MIN_RELEVANCE:
