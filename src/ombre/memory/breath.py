@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import MemoryInputError
 from ..tokens import estimate_text
 from . import anniversary, emotion
-from .embed import Embedder
+from .embed import SIMILARITY_FLOOR, Embedder
 from .model import HANDOFF_TYPE, SHANGHAI, Memory, iso, now_utc
 from .segment import fts_query
 from .store import MemoryStore
@@ -97,12 +97,18 @@ def rank_factor(m: Memory, now: dt.datetime) -> tuple[float, dict]:
                                             "activation": round(activation, 3)}
 
 
-def _normalise(scores: dict[str, float]) -> dict[str, float]:
+def _normalise(scores: dict[str, float], floor: float = 0.0) -> dict[str, float]:
+    """Scores as a share of the best one above `floor`: the best match is 1, anything at the floor 0.
+
+    BM25 scores start at 0; cosine similarities of e5 all sit high, so they are measured from the
+    model's floor (embed.SIMILARITY_FLOOR), or an unrelated memory would look half relevant.
+    """
     if not scores:
         return {}
-    hi, lo = max(scores.values()), min(scores.values())
-    span = hi - lo
-    return {k: (v - lo) / span if span > 0 else 1.0 for k, v in scores.items()}
+    span = max(scores.values()) - floor
+    if span <= 0:
+        return {k: 0.0 for k in scores}
+    return {k: max(0.0, (v - floor) / span) for k, v in scores.items()}
 
 
 def retrieve(store: MemoryStore, query: str, *, embedder: Embedder | None, extra_terms: tuple[str, ...] = (),
@@ -121,7 +127,7 @@ def retrieve(store: MemoryStore, query: str, *, embedder: Embedder | None, extra
             except Exception as exc:  # noqa: BLE001 — recall goes on with keywords alone
                 if degraded is not None:
                     degraded.append(f"vector search unavailable: {exc}")
-    kw, vec = _normalise(keyword), _normalise(vector)
+    kw, vec = _normalise(keyword), _normalise(vector, SIMILARITY_FLOOR)
     fused: dict[str, tuple[float, dict]] = {}
     for mid in set(kw) | set(vec):
         score = keyword_weight * kw.get(mid, 0.0) + vector_weight * vec.get(mid, 0.0)

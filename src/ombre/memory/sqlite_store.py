@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import StoreError
 from . import migrations
 from .model import Evidence, Memory
+from .segment import GRAM_WEIGHT
 from .store import GateEntry
 
 _COLUMNS = ("id, content, title, type, tags, importance, pinned, valence, arousal, domain, event_date, created, "
@@ -68,21 +69,21 @@ class SQLiteStore:
                 raise StoreError(f"memory database write failed: {exc}", hint="nothing was written; try again")
             self._generation += 1
 
-    def add(self, memory: Memory, terms: str) -> None:
+    def add(self, memory: Memory, terms: tuple[str, str]) -> None:
         self._write([
             ("INSERT INTO memories (id, content, title, type, tags, importance, pinned, valence, arousal, domain, "
              "event_date, created, last_active, activation_count, status, archived, from_session, evidence_date, "
              "quote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (memory.id, *_values(memory))),
-            ("INSERT INTO memories_fts (terms, memory_id) VALUES (?, ?)", (terms, memory.id)),
+            ("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id)),
         ])
 
-    def update(self, memory: Memory, terms: str | None = None) -> None:
+    def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
         steps = [("UPDATE memories SET content=?, title=?, type=?, tags=?, importance=?, pinned=?, valence=?, "
                   "arousal=?, domain=?, event_date=?, created=?, last_active=?, activation_count=?, status=?, "
                   "archived=?, from_session=?, evidence_date=?, quote=? WHERE id=?", (*_values(memory), memory.id))]
         if terms is not None:
             steps += [("DELETE FROM memories_fts WHERE memory_id=?", (memory.id,)),
-                      ("INSERT INTO memories_fts (terms, memory_id) VALUES (?, ?)", (terms, memory.id))]
+                      ("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id))]
         self._write(steps)
 
     def set_vector(self, memory_id: str, vector: np.ndarray, model: str) -> None:
@@ -166,9 +167,10 @@ class SQLiteStore:
     def keyword_search(self, match: str, limit: int) -> list[tuple[str, float]]:
         if not match:
             return []
+        rank = f"bm25(memories_fts, 1.0, {GRAM_WEIGHT})"
         rows = self._query(
-            "SELECT f.memory_id, -bm25(memories_fts) FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
-            "WHERE memories_fts MATCH ? AND m.archived = 0 ORDER BY bm25(memories_fts) LIMIT ?", (match, limit))
+            f"SELECT f.memory_id, -{rank} FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
+            f"WHERE memories_fts MATCH ? AND m.archived = 0 ORDER BY {rank} LIMIT ?", (match, limit))
         return [(r[0], float(r[1])) for r in rows]
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
