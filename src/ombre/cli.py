@@ -365,6 +365,32 @@ def _format_breath(r) -> str:
     return "\n".join(lines)
 
 
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--token", envvar="OMBRE_TOKEN", default=None, help="Bearer token (required off loopback).")
+@click.option("--stdio", is_flag=True, help="Serve MCP over stdio instead of HTTP.")
+@click.pass_obj
+@handles_errors
+def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bool) -> None:
+    """Run the memory service: HTTP API (/v1/hold, /v1/breath, /v1/memories/ID, /health) and MCP at /mcp."""
+    service = _service(settings)
+    try:
+        if stdio:
+            from .serve.mcp import build_mcp
+
+            build_mcp(service).run("stdio")
+            return
+        import uvicorn
+
+        from .serve.http import check_bind, create_app
+
+        check_bind(host, token)
+        uvicorn.run(create_app(service, token), host=host, port=port, log_level="warning")
+    finally:
+        service.close()
+
+
 @main.group()
 def memories() -> None:
     """List, inspect, pin, archive, restore, export and import memories."""

@@ -1,0 +1,102 @@
+"""The HTTP API (FastAPI) with the MCP server mounted at /mcp (streamable HTTP).
+
+Routes are thin: parse a body into the library's request, call MemoryService, return its result.
+"""
+from __future__ import annotations
+
+import contextlib
+import hmac
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from ..errors import OmbreError, StoreError
+from ..memory.breath import BreathRequest
+from ..memory.hold import HoldRequest
+from ..memory.service import MemoryService
+from .mcp import build_mcp
+
+
+class HoldBody(BaseModel):
+    content: str
+    title: str = ""
+    type: str = "事件"
+    tags: list[str] = Field(default_factory=list)
+    importance: int = 5
+    pinned: bool = False
+    valence: float = 0.5
+    arousal: float = 0.3
+    domain: str = ""
+    event_date: str | None = None
+    quote: str | None = None
+    from_session: str | None = None
+    evidence_date: str | None = None
+    source: str = "manual"
+
+
+class BreathBody(BaseModel):
+    query: str = ""
+    max_results: int = 5
+    max_tokens: int = 1800
+    domain: str | None = None
+    valence: float | None = None
+    arousal: float | None = None
+    is_session_start: bool = False
+
+
+def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
+    mcp = build_mcp(service)
+    mcp_app = mcp.streamable_http_app()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        async with mcp.session_manager.run():
+            yield
+
+    app = FastAPI(title="Ombre memory service", lifespan=lifespan)
+
+    @app.middleware("http")
+    async def bearer(request: Request, call_next):
+        if token and request.url.path != "/health":
+            sent = request.headers.get("authorization", "")
+            if not hmac.compare_digest(sent, f"Bearer {token}"):
+                return JSONResponse({"error": "unauthorized", "message": "missing or wrong bearer token",
+                                     "hint": "send Authorization: Bearer <OMBRE_TOKEN>"}, status_code=401)
+        return await call_next(request)
+
+    @app.exception_handler(OmbreError)
+    async def ombre_error(request: Request, exc: OmbreError) -> JSONResponse:
+        return JSONResponse(exc.to_dict(), status_code=503 if isinstance(exc, StoreError) else 422)
+
+    @app.post("/v1/hold")
+    def hold(body: HoldBody) -> dict:
+        return service.hold(HoldRequest(**body.model_dump())).to_dict()
+
+    @app.post("/v1/breath")
+    def breath(body: BreathBody) -> dict:
+        return service.breath(BreathRequest(**body.model_dump())).to_dict()
+
+    @app.get("/v1/memories/{memory_id}")
+    def memory(memory_id: str) -> JSONResponse:
+        m = service.store.get(memory_id)
+        if m is None:
+            return JSONResponse({"error": "not_found", "message": f"no memory with id {memory_id!r}"},
+                                status_code=404)
+        return JSONResponse(m.to_dict())
+
+    @app.get("/health")
+    def health() -> JSONResponse:
+        state = service.health()
+        return JSONResponse(state, status_code=200)
+
+    app.mount("/", mcp_app)
+    return app
+
+
+def check_bind(host: str, token: str | None) -> None:
+    from ..errors import UsageError
+
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        raise UsageError(f"refusing to listen on {host} without a bearer token",
+                         hint="set OMBRE_TOKEN (or --token), or bind to 127.0.0.1")

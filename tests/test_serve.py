@@ -1,0 +1,164 @@
+"""The memory service over a real HTTP server on 127.0.0.1 and the MCP SDK's own clients (stdio and HTTP)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
+
+OMBRE = [sys.executable, "-m", "ombre.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"HOME": str(home), "OMBRE_HOME": str(home / "ombre")}, **extra)
+    env.pop("OMBRE_TOKEN", None)
+    return env
+
+
+class Server:
+    def __init__(self, home: Path, token: str | None = None) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        args = OMBRE + ["serve", "--port", str(self.port)] + (["--token", token] if token else [])
+        self.proc = subprocess.Popen(args, env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("ombre serve did not start: " + self.proc.stderr.read().decode()[-2000:])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    s = Server(tmp_path)
+    yield s
+    s.stop()
+
+
+def test_http_hold_breath_get_and_health(server):
+    r = httpx.post(server.url + "/v1/hold", json={"content": "每周三晚上我们语音", "type": "承诺",
+                                                  "quote": "以后每周三晚上都语音吧", "importance": 8}, timeout=30)
+    assert r.status_code == 200 and r.json()["stored"] and r.json()["status"] == "confirmed"
+    mid = r.json()["id"]
+    found = httpx.post(server.url + "/v1/breath", json={"query": "什么时候打电话"}, timeout=30).json()
+    assert found["cards"][0]["id"] == mid and found["cards"][0]["why"]["relevance"] > 0
+    assert httpx.get(f"{server.url}/v1/memories/{mid}").json()["evidence"]["quote"] == "以后每周三晚上都语音吧"
+    assert httpx.get(f"{server.url}/v1/memories/nope").status_code == 404
+    health = httpx.get(server.url + "/health").json()
+    assert health["status"] == "ok" and health["memories"] == 1
+
+
+def test_http_bad_input_is_a_4xx_with_a_message_and_writes_nothing(server):
+    bad = [
+        dict(content="x" * 10_000), dict(content=""), dict(content="x", importance=42), dict(content="x", type="八卦"),
+    ]
+    for body in bad:
+        r = httpx.post(server.url + "/v1/hold", json=body, timeout=30)
+        assert r.status_code == 422 and r.json()["message"], body
+    r = httpx.post(server.url + "/v1/hold", content=b"{not json", headers={"content-type": "application/json"})
+    assert 400 <= r.status_code < 500 and "detail" in r.json()
+    assert httpx.get(server.url + "/health").json()["memories"] == 0
+
+
+def test_a_token_is_required_when_set(tmp_path):
+    s = Server(tmp_path, token="s3cret")
+    try:
+        assert httpx.post(s.url + "/v1/breath", json={"query": "x"}).status_code == 401
+        wrong = httpx.post(s.url + "/v1/breath", json={"query": "x"}, headers={"authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and "token" in wrong.json()["message"]
+        ok = httpx.post(s.url + "/v1/breath", json={"query": "x"}, headers={"authorization": "Bearer s3cret"},
+                        timeout=30)
+        assert ok.status_code == 200
+    finally:
+        s.stop()
+
+
+def test_serving_off_loopback_without_a_token_is_refused(tmp_path):
+    out = subprocess.run(OMBRE + ["serve", "--host", "0.0.0.0", "--port", str(_free_port())], env=_env(tmp_path),
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0 and "without a bearer token" in out.stderr
+
+
+async def _exercise(session: ClientSession) -> None:
+    await session.initialize()
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert {"hold", "breath"} <= set(tools)
+    assert {"content", "tags", "importance", "pinned", "valence", "arousal"} <= set(
+        tools["hold"].inputSchema["properties"])
+    assert {"query", "max_tokens", "domain", "valence", "arousal", "max_results", "is_session_start"} <= set(
+        tools["breath"].inputSchema["properties"])
+    held = await session.call_tool("hold", {"content": "她养了一只猫叫年糕", "tags": "猫,宠物",
+                                            "quote": "我家猫叫年糕"})
+    assert held.structuredContent["stored"] and held.structuredContent["status"] == "confirmed"
+    found = await session.call_tool("breath", {"query": "她的猫叫什么"})
+    assert "年糕" in found.structuredContent["text"]
+    bad = await session.call_tool("hold", {"content": "x", "importance": 99})
+    assert bad.structuredContent["error"] and not bad.structuredContent["stored"]
+
+
+def test_mcp_over_streamable_http(server):
+    async def run() -> None:
+        async with streamablehttp_client(server.url + "/mcp") as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await _exercise(session)
+
+    asyncio.run(run())
+
+
+def test_mcp_over_stdio(tmp_path):
+    async def run() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "ombre.cli", "serve", "--stdio"],
+                                       env=_env(tmp_path))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await _exercise(session)
+
+    asyncio.run(run())
+
+
+def test_concurrent_holds_through_http_and_cli_lose_nothing(server, tmp_path):
+    n = 8
+    http_script = (
+        "import httpx,sys\n"
+        f"for i in range({n}):\n"
+        f"    r = httpx.post('{server.url}/v1/hold', json={{'content': f'并发写入 {{sys.argv[1]}} 第{{i}}条'}}, timeout=60)\n"
+        "    assert r.status_code == 200 and r.json()['stored'], r.text\n")
+    cli_loop = (f"for i in $(seq 0 {n - 1}); do {sys.executable} -m ombre.cli hold \"并发写入 $1 第${{i}}条\" "
+                ">/dev/null || exit 1; done")
+    env = _env(tmp_path, OMBRE_VECTORS="0")
+    procs = [subprocess.Popen([sys.executable, "-c", http_script, f"h{k}"], env=env) for k in range(2)]
+    procs += [subprocess.Popen(["bash", "-c", cli_loop, "bash", f"c{k}"], env=env) for k in range(2)]
+    assert [p.wait(300) for p in procs] == [0, 0, 0, 0]
+    listed = subprocess.run(OMBRE + ["memories", "list", "--limit", "1000", "--json"], env=env,
+                            capture_output=True, text=True, check=True)
+    contents = [m["content"] for m in json.loads(listed.stdout)]
+    expected = {f"并发写入 {who} 第{i}条" for who in ("h0", "h1", "c0", "c1") for i in range(n)}
+    assert len(contents) == len(expected) and set(contents) == expected  # nothing lost, nothing twice
