@@ -420,29 +420,68 @@ def memories_list(settings: Settings, archived: bool, pinned: bool, kind: str | 
     _emit(as_json, [m.to_dict() for m in items], lambda: "\n".join(_memory_line(m) for m in items) or "(none)")
 
 
-def _memory_command(name: str, doc: str, **change: object) -> None:
-    @memories.command(name, help=doc)
-    @click.argument("memory_id")
-    @click.option("--force", is_flag=True, help="Archive even a commitment.") if name == "archive" else (
-        lambda f: f)
-    @json_option
-    @click.pass_obj
-    @handles_errors
-    def command(settings: Settings, memory_id: str, as_json: bool, force: bool = False) -> None:
-        service = _service(settings)
-        try:
-            m = service.set_flag(memory_id, force=force, **change) if change else service.get(memory_id)
-        finally:
-            service.close()
-        _emit(as_json, m.to_dict(), lambda: _memory_line(m) + ("" if change else "\n" + json.dumps(
-            m.to_dict(), ensure_ascii=False, indent=2)))
+def _show_memory(settings: Settings, memory_id: str, as_json: bool, **change: object) -> None:
+    service = _service(settings)
+    try:
+        m = service.set_flag(memory_id, **change) if change else service.get(memory_id)
+    finally:
+        service.close()
+    detail = "" if change else "\n" + json.dumps(m.to_dict(), ensure_ascii=False, indent=2)
+    _emit(as_json, m.to_dict(), lambda: _memory_line(m) + detail)
 
 
-_memory_command("show", "Show one memory with its evidence.")
-_memory_command("pin", "Pin a memory (pinned core; scarcity caps apply to new pins).", pinned=True)
-_memory_command("unpin", "Unpin a memory.", pinned=False)
-_memory_command("archive", "Archive a memory (commitments need --force).", archived=True)
-_memory_command("restore", "Restore an archived memory; its last_active is refreshed.", archived=False)
+memory_id_argument = click.argument("memory_id")
+
+
+@memories.command("show")
+@memory_id_argument
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_show(settings: Settings, memory_id: str, as_json: bool) -> None:
+    """Show one memory with its evidence."""
+    _show_memory(settings, memory_id, as_json)
+
+
+@memories.command("pin")
+@memory_id_argument
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_pin(settings: Settings, memory_id: str, as_json: bool) -> None:
+    """Pin a memory (the pinned core)."""
+    _show_memory(settings, memory_id, as_json, pinned=True)
+
+
+@memories.command("unpin")
+@memory_id_argument
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_unpin(settings: Settings, memory_id: str, as_json: bool) -> None:
+    """Unpin a memory."""
+    _show_memory(settings, memory_id, as_json, pinned=False)
+
+
+@memories.command("archive")
+@memory_id_argument
+@click.option("--force", is_flag=True, help="Archive even a commitment (承诺/约定).")
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_archive(settings: Settings, memory_id: str, force: bool, as_json: bool) -> None:
+    """Archive a memory; commitments need --force."""
+    _show_memory(settings, memory_id, as_json, archived=True, force=force)
+
+
+@memories.command("restore")
+@memory_id_argument
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_restore(settings: Settings, memory_id: str, as_json: bool) -> None:
+    """Restore an archived memory; its last_active is refreshed so it does not sink again."""
+    _show_memory(settings, memory_id, as_json, archived=False)
 
 
 @memories.command("export")

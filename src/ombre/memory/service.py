@@ -89,12 +89,14 @@ class MemoryService:
                 rows.append(Memory.from_dict(json.loads(line)))
             except (ValueError, TypeError) as exc:
                 raise MemoryInputError(f"{path}:{n}: not a memory: {exc}", hint="nothing was imported") from None
+        fresh = []
         for m in rows:
             if self.store.get(m.id) is not None:
                 skipped += 1
                 continue
-            self.store.add(m, document(" ".join([m.title, m.content, " ".join(m.tags)])))
-            added += 1
+            fresh.append((m, document(" ".join([m.title, m.content, " ".join(m.tags)])), None))
+        self.store.add_many(fresh)  # one transaction: a bad file imports nothing, not half
+        added = len(fresh)
         if self.embedder is not None:
             enrich_pending(self.store, self.embedder)
         return added, skipped

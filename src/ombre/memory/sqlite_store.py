@@ -77,6 +77,20 @@ class SQLiteStore:
             ("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id)),
         ])
 
+    def add_many(self, rows: list[tuple[Memory, tuple[str, str], np.ndarray | None]], model: str = "") -> None:
+        """Add many memories in one transaction (import, benchmarks); all or nothing."""
+        steps = []
+        for memory, terms, vector in rows:
+            steps.append(("INSERT INTO memories (id, content, title, type, tags, importance, pinned, valence, "
+                          "arousal, domain, event_date, created, last_active, activation_count, status, archived, "
+                          "from_session, evidence_date, quote, embedding, embed_model) VALUES (?, ?, ?, ?, ?, ?, ?, "
+                          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          (memory.id, *_values(memory),
+                           None if vector is None else np.asarray(vector, dtype=np.float32).tobytes(),
+                           model if vector is not None else None)))
+            steps.append(("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id)))
+        self._write(steps)
+
     def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
         steps = [("UPDATE memories SET content=?, title=?, type=?, tags=?, importance=?, pinned=?, valence=?, "
                   "arousal=?, domain=?, event_date=?, created=?, last_active=?, activation_count=?, status=?, "

@@ -1,0 +1,95 @@
+"""breath latency at 10k and 100k memories, query embedding included (DESIGN §6: p95 ≤ 30 ms / ≤ 150 ms).
+
+Memories are synthetic Chinese daily-life sentences indexed exactly as `hold` indexes them. Their
+vectors are random unit vectors (embedding 100k passages would take many minutes and does not change
+what a query costs: one real query embedding plus a matrix product over all stored vectors).
+
+    python bench/breath_latency.py [--sizes 10000,100000] [--queries 200]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ombre.memory.breath import BreathRequest, breath
+from ombre.memory.embed import DIM, E5Embedder
+from ombre.memory.model import Memory, iso
+from ombre.memory.segment import document
+from ombre.memory.sqlite_store import SQLiteStore
+
+PEOPLE = ["她", "妈妈", "小林", "同事阿杰", "闺蜜小雨", "爸爸", "室友"]
+THINGS = ["去公园散步", "吃火锅", "看电影", "复诊", "学吉他", "加班到很晚", "养了一只猫", "去海边", "做饭",
+          "跑步", "读一本小说", "搬家", "面试", "过生日", "旅行", "下雨没带伞", "失眠", "喝奶茶"]
+WHEN = ["周一", "周三晚上", "上个月", "昨天", "今天早上", "周末", "去年冬天", "下周四下午"]
+QUERIES = ["她最近睡得好吗", "我们上次去哪里玩了", "她喜欢吃什么", "什么时候复诊", "今天好难过",
+           "她的猫叫什么", "周末有什么安排", "还记得去海边那次吗", "她在学什么乐器", "工作累不累"]
+
+
+def build(path: Path, n: int, rng: random.Random) -> SQLiteStore:
+    store = SQLiteStore(path)
+    now = dt.datetime(2026, 12, 3, tzinfo=dt.timezone.utc)
+    batch = []
+    for i in range(n):
+        text = f"{rng.choice(PEOPLE)}{rng.choice(WHEN)}{rng.choice(THINGS)}，{rng.choice(THINGS)}之后{rng.choice(THINGS)}"
+        stamp = iso(now - dt.timedelta(days=rng.randint(0, 900)))
+        m = Memory(content=text, importance=rng.randint(1, 8), created=stamp, last_active=stamp,
+                   id=f"m{i:07d}", activation_count=rng.randint(0, 20))
+        v = rng_vec(rng)
+        batch.append((m, document(text), v))
+        if len(batch) == 5_000:
+            store.add_many(batch, "random")
+            batch = []
+    if batch:
+        store.add_many(batch, "random")
+    return store
+
+
+def rng_vec(rng: random.Random) -> np.ndarray:
+    v = np.array([rng.gauss(0, 1) for _ in range(DIM)], dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=200)
+    args = ap.parse_args()
+    embedder = E5Embedder()
+    embedder.query("预热")
+    rng = random.Random(7)
+    print(f"{'memories':>9} {'queries':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  (query embedding ≈ "
+          f"{statistics.median(_embed_times(embedder)):.1f} ms of it)")
+    for n in (int(x) for x in args.sizes.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = build(Path(tmp) / "bench.db", n, rng)
+            breath(store, BreathRequest("预热"), embedder=embedder)  # loads the vector matrix once
+            times = []
+            for i in range(args.queries):
+                q = QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" {i}")
+                t = time.perf_counter()
+                breath(store, BreathRequest(q), embedder=embedder)
+                times.append((time.perf_counter() - t) * 1000)
+            times.sort()
+            p95 = times[int(0.95 * (len(times) - 1))]
+            print(f"{n:>9} {len(times):>8} {statistics.median(times):>8.1f} {p95:>8.1f} {times[-1]:>8.1f}")
+            store.close()
+
+
+def _embed_times(embedder: E5Embedder) -> list[float]:
+    out = []
+    for q in QUERIES:
+        t = time.perf_counter()
+        embedder.query(q)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+if __name__ == "__main__":
+    main()
