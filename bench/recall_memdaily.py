@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import re
 import sys
 import time
@@ -96,17 +97,25 @@ def score(rows: list[dict], method: str, w: float) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", default="*.json")
+    ap.add_argument("--cache", type=Path, default=None, help="keep per-question scores here and reuse them")
     args = ap.parse_args()
     files = sorted(DATA.glob(args.files))
-    embedder = E5Embedder()
     started = time.perf_counter()
-    per_file = run(files, embedder)
+    if args.cache and args.cache.exists():
+        per_file = pickle.loads(args.cache.read_bytes())
+    else:
+        per_file = run(files, E5Embedder())
+        if args.cache:
+            args.cache.write_bytes(pickle.dumps(per_file))
     tune_rows = [r for name, rows in per_file.items() if name.startswith(TUNE) for r in rows]
     if tune_rows:
         grid = [round(x * 0.05, 2) for x in range(21)]
-        best = max(grid, key=lambda w: sum(score(tune_rows, "fused", w)))
+        curve = {w: score(tune_rows, "fused", w) for w in grid}
+        best = max(grid, key=lambda w: sum(curve[w]))
         print(f"fusion keyword weight tuned on {TUNE}* ({len(tune_rows)} questions): {best} "
               f"(in use: {breath_mod.KEYWORD_WEIGHT})")
+        print("tuning curve (keyword weight: @1 @5): " + ", ".join(
+            f"{w}: {a:.3f} {b:.3f}" for w, (a, b) in curve.items() if round(w * 20) % 2 == 0))
     w = breath_mod.KEYWORD_WEIGHT
     print(f"\n{'question type':<18} {'n':>5}  {'jieba words':>12} {'keyword':>12} {'vector':>12} {'fused':>12}")
     print(f"{'':<18} {'':>5}  {'@1    @5':>12} {'@1    @5':>12} {'@1    @5':>12} {'@1    @5':>12}")
