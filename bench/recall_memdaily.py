@@ -17,7 +17,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import rjieba
 
 from ombre.memory import breath as breath_mod

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 from ..errors import MemoryInputError
@@ -106,14 +105,10 @@ class MemoryService:
             total = self.store.count()
         except Exception as exc:  # noqa: BLE001
             return {"status": "degraded", "reason": f"store unavailable: {exc}"}
-        self.embedder
-        if self.embedder_error:
+        if self.embedder is None and self.embedder_error:
             return {"status": "degraded", "reason": self.embedder_error, "memories": total}
         return {"status": "ok", "memories": total}
 
     def close(self) -> None:
         self.store.close()
 
-
-def as_dict(value: object) -> dict:
-    return asdict(value)  # type: ignore[arg-type]

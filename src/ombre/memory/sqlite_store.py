@@ -66,7 +66,8 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
-                raise StoreError(f"memory database write failed: {exc}", hint="nothing was written; try again")
+                raise StoreError(f"memory database write failed: {exc}",
+                                 hint="nothing was written; try again") from exc
             self._generation += 1
 
     def add(self, memory: Memory, terms: tuple[str, str]) -> None:
@@ -131,45 +132,40 @@ class SQLiteStore:
         rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id=?", (memory_id,))
         return _row_to_memory(rows[0]) if rows else None
 
-    def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
-             limit: int | None = None) -> list[Memory]:
+    @staticmethod
+    def _where(archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
+               min_importance: int | None = None, exclude_commitments: bool = False) -> tuple[str, tuple]:
         where, params = [], []
-        if archived is not None:
-            where.append("archived=?")
-            params.append(int(archived))
-        if pinned is not None:
-            where.append("pinned=?")
-            params.append(int(pinned))
+        for column, value in (("archived", archived), ("pinned", pinned)):
+            if value is not None:
+                where.append(f"{column}=?")
+                params.append(int(value))
         if type is not None:
             where.append("type=?")
             params.append(type)
-        sql = f"SELECT {_COLUMNS} FROM memories" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY created DESC, rowid DESC" + (f" LIMIT {int(limit)}" if limit else "")
-        return [_row_to_memory(r) for r in self._query(sql, tuple(params))]
-
-    def count(self, *, pinned: bool | None = None, min_importance: int | None = None) -> int:
-        where, params = ["archived=0"], []
-        if pinned is not None:
-            where.append("pinned=?")
-            params.append(int(pinned))
-        if min_importance is not None:
-            where.append("importance>=?")
-            params.append(min_importance)
-        return self._query("SELECT count(*) FROM memories WHERE " + " AND ".join(where), tuple(params))[0][0]
-
-    def least_active(self, *, pinned: bool | None = None, min_importance: int | None = None,
-                     exclude_commitments: bool = True) -> Memory | None:
-        where, params = ["archived=0"], []
-        if pinned is not None:
-            where.append("pinned=?")
-            params.append(int(pinned))
         if min_importance is not None:
             where.append("importance>=?")
             params.append(min_importance)
         if exclude_commitments:
             where.append("type NOT IN ('承诺', '约定')")
-        rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE " + " AND ".join(where)
-                           + " ORDER BY last_active ASC, rowid ASC LIMIT 1", tuple(params))
+        return (" WHERE " + " AND ".join(where) if where else ""), tuple(params)
+
+    def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
+             limit: int | None = None) -> list[Memory]:
+        where, params = self._where(archived, pinned, type)
+        sql = f"SELECT {_COLUMNS} FROM memories{where} ORDER BY created DESC, rowid DESC"
+        return [_row_to_memory(r) for r in self._query(sql + (f" LIMIT {int(limit)}" if limit else ""), params)]
+
+    def count(self, *, pinned: bool | None = None, min_importance: int | None = None) -> int:
+        where, params = self._where(pinned=pinned, min_importance=min_importance)
+        return self._query(f"SELECT count(*) FROM memories{where}", params)[0][0]
+
+    def least_active(self, *, pinned: bool | None = None, min_importance: int | None = None,
+                     exclude_commitments: bool = True) -> Memory | None:
+        where, params = self._where(pinned=pinned, min_importance=min_importance,
+                                    exclude_commitments=exclude_commitments)
+        rows = self._query(f"SELECT {_COLUMNS} FROM memories{where} ORDER BY last_active ASC, rowid ASC LIMIT 1",
+                           params)
         return _row_to_memory(rows[0]) if rows else None
 
     def on_month_day(self, month_day: str) -> list[Memory]:

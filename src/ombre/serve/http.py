@@ -9,40 +9,12 @@ import hmac
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
 
 from ..errors import OmbreError, StoreError
 from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest
 from ..memory.service import MemoryService
 from .mcp import build_mcp
-
-
-class HoldBody(BaseModel):
-    content: str
-    title: str = ""
-    type: str = "事件"
-    tags: list[str] = Field(default_factory=list)
-    importance: int = 5
-    pinned: bool = False
-    valence: float = 0.5
-    arousal: float = 0.3
-    domain: str = ""
-    event_date: str | None = None
-    quote: str | None = None
-    from_session: str | None = None
-    evidence_date: str | None = None
-    source: str = "manual"
-
-
-class BreathBody(BaseModel):
-    query: str = ""
-    max_results: int = 5
-    max_tokens: int = 1800
-    domain: str | None = None
-    valence: float | None = None
-    arousal: float | None = None
-    is_session_start: bool = False
 
 
 def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
@@ -69,13 +41,14 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
     async def ombre_error(request: Request, exc: OmbreError) -> JSONResponse:
         return JSONResponse(exc.to_dict(), status_code=503 if isinstance(exc, StoreError) else 422)
 
+    # The library's own request dataclasses are the bodies: FastAPI validates them, nothing is restated.
     @app.post("/v1/hold")
-    def hold(body: HoldBody) -> dict:
-        return service.hold(HoldRequest(**body.model_dump())).to_dict()
+    def hold(body: HoldRequest) -> dict:
+        return service.hold(body).to_dict()
 
     @app.post("/v1/breath")
-    def breath(body: BreathBody) -> dict:
-        return service.breath(BreathRequest(**body.model_dump())).to_dict()
+    def breath(body: BreathRequest) -> dict:
+        return service.breath(body).to_dict()
 
     @app.get("/v1/memories/{memory_id}")
     def memory(memory_id: str) -> JSONResponse:
