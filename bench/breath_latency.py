@@ -1,8 +1,9 @@
 """breath latency at 10k and 100k memories, query embedding included (DESIGN §6: p95 ≤ 30 ms / ≤ 150 ms).
 
-Memories are synthetic Chinese daily-life sentences indexed exactly as `hold` indexes them. Their
-vectors are random unit vectors (embedding 100k passages would take many minutes and does not change
-what a query costs: one real query embedding plus a matrix product over all stored vectors).
+Memories are real Chinese daily-life messages from MemDaily (../shared/bench/memdaily; beyond its 26k
+messages, pairs of them joined into one memory), indexed exactly as `hold` indexes them; queries are
+MemDaily questions. Vectors are random unit vectors: embedding 100k passages would take many minutes and
+does not change what a query costs (one real query embedding plus a pass over every stored vector).
 
     python bench/breath_latency.py [--sizes 10000,100000] [--queries 200]
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import random
 import statistics
 import tempfile
@@ -24,20 +26,29 @@ from ombre.memory.model import Memory, iso
 from ombre.memory.segment import document
 from ombre.memory.sqlite_store import SQLiteStore
 
-PEOPLE = ["她", "妈妈", "小林", "同事阿杰", "闺蜜小雨", "爸爸", "室友"]
-THINGS = ["去公园散步", "吃火锅", "看电影", "复诊", "学吉他", "加班到很晚", "养了一只猫", "去海边", "做饭",
-          "跑步", "读一本小说", "搬家", "面试", "过生日", "旅行", "下雨没带伞", "失眠", "喝奶茶"]
-WHEN = ["周一", "周三晚上", "上个月", "昨天", "今天早上", "周末", "去年冬天", "下周四下午"]
 QUERIES = ["她最近睡得好吗", "我们上次去哪里玩了", "她喜欢吃什么", "什么时候复诊", "今天好难过",
            "她的猫叫什么", "周末有什么安排", "还记得去海边那次吗", "她在学什么乐器", "工作累不累"]
+
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "memdaily"
+
+
+def corpus() -> tuple[list[str], list[str]]:
+    messages, questions = [], []
+    for f in sorted(DATA.glob("*.json")):
+        for traj in json.loads(f.read_text(encoding="utf-8")):
+            messages += [m["message"] for m in traj["message_list"]]
+            questions += [q["question"] for q in traj["question_list"]]
+    return list(dict.fromkeys(messages)), questions
 
 
 def build(path: Path, n: int, rng: random.Random) -> SQLiteStore:
     store = SQLiteStore(path)
     now = dt.datetime(2026, 12, 3, tzinfo=dt.timezone.utc)
+    messages, _ = corpus()
     batch = []
     for i in range(n):
-        text = f"{rng.choice(PEOPLE)}{rng.choice(WHEN)}{rng.choice(THINGS)}，{rng.choice(THINGS)}之后{rng.choice(THINGS)}"
+        text = messages[i] if i < len(messages) else f"{rng.choice(messages)}{rng.choice(messages)}"
         stamp = iso(now - dt.timedelta(days=rng.randint(0, 900)))
         m = Memory(content=text, importance=rng.randint(1, 8), created=stamp, last_active=stamp,
                    id=f"m{i:07d}", activation_count=rng.randint(0, 20))
@@ -71,8 +82,8 @@ def main() -> None:
             store = build(Path(tmp) / "bench.db", n, rng)
             breath(store, BreathRequest("预热"), embedder=embedder)  # loads the vector matrix once
             times = []
-            for i in range(args.queries):
-                q = QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" {i}")
+            questions = rng.sample(corpus()[1], args.queries)
+            for q in questions:
                 t = time.perf_counter()
                 breath(store, BreathRequest(q), embedder=embedder)
                 times.append((time.perf_counter() - t) * 1000)

@@ -36,7 +36,7 @@ def jieba_only(text: str) -> str:
 
 
 def question_scores(store: SQLiteStore, question: str, embedder: E5Embedder) -> tuple[dict, dict]:
-    kw = dict(store.keyword_search(breath_mod.fts_query(question), 100))
+    kw = dict(store.keyword_search(breath_mod.query_terms(question), 100))
     ids, matrix = store.vectors()
     sims = matrix @ embedder.query(question)
     return breath_mod._normalise(kw), breath_mod._normalise({ids[i]: float(sims[i]) for i in range(len(ids))},
@@ -69,7 +69,7 @@ def run(files: list[Path], embedder: E5Embedder) -> dict[str, list[dict]]:
                 jstore.add(mem, (jieba_only(m["message"]), ""))
             for q in traj["question_list"]:
                 kw, vec = question_scores(store, q["question"], embedder)
-                jkw = dict(jstore.keyword_search(" OR ".join(f'"{t}"' for t in jieba_only(q["question"]).split()), 100))
+                jkw = dict(jstore.keyword_search(jieba_only(q["question"]).split(), 100))
                 rows.append({"kw": kw, "vec": vec, "jieba": jkw, "gold": {str(x) for x in q["target_step_id"]}})
             store.close()
             jstore.close()

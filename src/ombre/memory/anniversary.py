@@ -39,8 +39,14 @@ def is_anniversary(m: Memory, today: dt.date) -> bool:
 def pick(store: MemoryStore, today: dt.date) -> Memory | None:
     """Today's one anniversary card, or None when there is none or one was already shown today."""
     key = f"anniversary:{today.isoformat()}"
-    if store.meta(key):
-        return None
+    if store.meta(key) is not None:
+        return None  # shown already today, or looked for and none: the scan runs once a day
+    found = _find(store, today)
+    store.set_meta(key, found.id if found else "")
+    return found
+
+
+def _find(store: MemoryStore, today: dt.date) -> Memory | None:
     yesterday = today - dt.timedelta(days=1)  # a UTC timestamp may fall on the day before in Shanghai
     seen: dict[str, Memory] = {}
     for md in (f"{today.month:02d}-{today.day:02d}", f"{yesterday.month:02d}-{yesterday.day:02d}"):
@@ -49,6 +55,4 @@ def pick(store: MemoryStore, today: dt.date) -> Memory | None:
     candidates = [m for m in seen.values() if is_anniversary(m, today)]
     if not candidates:
         return None
-    chosen = max(candidates, key=lambda m: (m.pinned, m.importance, m.created))
-    store.set_meta(key, chosen.id)
-    return chosen
+    return max(candidates, key=lambda m: (m.pinned, m.importance, m.created))

@@ -10,7 +10,7 @@ from ..errors import MemoryInputError
 from . import scarcity, write_gate
 from .embed import Embedder
 from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory, iso, now_utc, shanghai_date
-from .segment import document, fts_query
+from .segment import document, query_terms
 from .store import GateEntry, MemoryStore
 
 _SENTENCE_END = re.compile(r"[。！？!?；;]+|\.(?=\s|$)")
@@ -101,7 +101,7 @@ def hold(store: MemoryStore, req: HoldRequest, *, embedder: Embedder | None = No
         event_date=req.event_date, created=stamp, last_active=stamp, status=UNCONFIRMED,
         evidence=Evidence(req.from_session, req.evidence_date or (today if quote else None), quote),
     )
-    similar_ids = [i for i, _ in store.keyword_search(fts_query(memory.content), 5)]
+    similar_ids = [i for i, _ in store.keyword_search(query_terms(memory.content), 5)]
     decision = write_gate.judge(
         memory, source=req.source,
         auto_today=store.gate_count(today, "auto", (write_gate.STORE, write_gate.STORE_UNCONFIRMED)),

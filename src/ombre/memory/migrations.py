@@ -62,6 +62,22 @@ def m003_meta(db: sqlite3.Connection) -> None:
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
+@migration
+def m004_unembedded_index(db: sqlite3.Connection) -> None:
+    # breath asks "is any memory still without a vector?" on every call: answer it from a tiny index.
+    db.execute("CREATE INDEX memories_unembedded ON memories(archived) WHERE embedding IS NULL")
+
+
+@migration
+def m005_fts_rank_and_vocab(db: sqlite3.Connection) -> None:
+    # `rank` carries the column weights so ORDER BY rank uses FTS5's own fast path: a bigram match counts
+    # a quarter of a word match (bigrams rescue queries whose words segment differently from the
+    # memory's without drowning exact words). The vocabulary table tells how many memories hold a term,
+    # so recall can skip terms that match nearly all.
+    db.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.25)')")
+    db.execute("CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, 'row')")
+
+
 def apply(db: sqlite3.Connection) -> list[str]:
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = {row[0] for row in db.execute("SELECT name FROM _migrations")}

@@ -11,10 +11,8 @@ import rjieba
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"\w")
-# Bigram matches count a quarter of a word match (bm25 column weight): they rescue queries whose words
-# segment differently from the memory's, without drowning exact words. No stop list: on MemDaily it lost
-# more than it gained (bench/recall_memdaily.py).
-GRAM_WEIGHT = 0.25
+# No stop list: on MemDaily it lost more than it gained (bench/recall_memdaily.py). In a large store the
+# search itself drops terms that nearly every memory holds (SQLiteStore.keyword_search).
 
 
 def words(text: str) -> list[str]:
@@ -35,7 +33,11 @@ def document(text: str) -> tuple[str, str]:
     return " ".join(words(text)), " ".join(bigrams(text))
 
 
-def fts_query(text: str, extra: list[str] | None = None) -> str:
-    """An FTS5 MATCH expression: any of the terms (quoted, so no term is read as FTS syntax)."""
-    chosen = terms(text) + [t for t in (extra or []) if t]
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in dict.fromkeys(chosen))
+def query_terms(text: str, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The terms a recall searches for: the query's own, then any added ones (emotion bias)."""
+    return list(dict.fromkeys(terms(text) + [t for t in extra if t]))
+
+
+def match_expression(chosen: list[str]) -> str:
+    """An FTS5 MATCH expression: any of the terms, quoted so no term is read as FTS syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in chosen)

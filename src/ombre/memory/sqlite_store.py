@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import StoreError
 from . import migrations
 from .model import Evidence, Memory
-from .segment import GRAM_WEIGHT
+from .segment import match_expression
 from .store import GateEntry
 
 _COLUMNS = ("id, content, title, type, tags, importance, pinned, valence, arousal, domain, event_date, created, "
@@ -56,7 +56,7 @@ class SQLiteStore:
         self._generation = 0
 
     # -- writes ---------------------------------------------------------------------------------------
-    def _write(self, sql_steps: list[tuple[str, tuple]]) -> None:
+    def _write(self, sql_steps: list[tuple[str, tuple]], changes_vectors: bool = True) -> None:
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -68,7 +68,8 @@ class SQLiteStore:
                     self._db.execute("ROLLBACK")
                 raise StoreError(f"memory database write failed: {exc}",
                                  hint="nothing was written; try again") from exc
-            self._generation += 1
+            if changes_vectors:
+                self._generation += 1
 
     def add(self, memory: Memory, terms: tuple[str, str]) -> None:
         self._write([
@@ -108,17 +109,18 @@ class SQLiteStore:
     def touch(self, ids: list[str], at: str) -> None:
         if ids:
             self._write([("UPDATE memories SET activation_count = activation_count + 1, last_active=? WHERE id=?",
-                          (at, i)) for i in ids])
+                          (at, i)) for i in ids], changes_vectors=False)
 
     def log_gate(self, entry: GateEntry) -> None:
         self._write([("INSERT INTO gate_log (at, day, source, decision, reasons, memory_id, content) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
                       (entry.at, entry.day, entry.source, entry.decision,
-                       json.dumps(entry.reasons, ensure_ascii=False), entry.memory_id, entry.content[:500]))])
+                       json.dumps(entry.reasons, ensure_ascii=False), entry.memory_id, entry.content[:500]))],
+                    changes_vectors=False)
 
     def set_meta(self, key: str, value: str) -> None:
         self._write([("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                      (key, value))])
+                      (key, value))], changes_vectors=False)
 
     # -- reads ----------------------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -174,16 +176,41 @@ class SQLiteStore:
             f"SELECT {_COLUMNS} FROM memories WHERE archived=0 AND (event_date LIKE ? OR created LIKE ?)",
             (pattern, f"%-{month_day}T%"))]
 
-    def keyword_search(self, match: str, limit: int) -> list[tuple[str, float]]:
-        if not match:
+    COMMON_SHARE = 0.05  # in a large store, a term in more than 5 % of memories ranks nothing
+    LARGE_STORE = 2_000
+
+    def keyword_search(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
+        """BM25 over words (and bigrams at a quarter weight); archived memories may be among the hits."""
+        if not terms:
             return []
-        rank = f"bm25(memories_fts, 1.0, {GRAM_WEIGHT})"
-        rows = self._query(
-            f"SELECT f.memory_id, -{rank} FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
-            f"WHERE memories_fts MATCH ? AND m.archived = 0 ORDER BY {rank} LIMIT ?", (match, limit))
+        total = self._query("SELECT count(*) FROM memories_fts")[0][0]
+        if total > self.LARGE_STORE:
+            marks = ",".join("?" * len(terms))
+            df = dict(self._query(f"SELECT term, doc FROM memories_vocab WHERE term IN ({marks})", tuple(terms)))
+            present = sorted((t for t in terms if df.get(t)), key=lambda t: df[t])
+            rare = [t for t in present if df[t] <= self.COMMON_SHARE * total]
+            terms = rare or present[:3]
+            if not terms:
+                return []
+        rows = self._query("SELECT memory_id, -rank FROM memories_fts WHERE memories_fts MATCH ? "
+                           "ORDER BY rank LIMIT ?", (match_expression(terms), limit))
         return [(r[0], float(r[1])) for r in rows]
 
+    def get_many(self, ids: list[str]) -> dict[str, Memory]:
+        out: dict[str, Memory] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
+                               tuple(chunk))
+            out.update((r[0], _row_to_memory(r)) for r in rows)
+        return out
+
+    def has_unembedded(self) -> bool:
+        return bool(self._query("SELECT 1 FROM memories WHERE embedding IS NULL AND archived=0 LIMIT 1"))
+
     def vectors(self) -> tuple[list[str], np.ndarray]:
+        # Another process's commit moves data_version; our own vector-changing writes move _generation.
+        # A touch (activation) changes neither the vectors nor who is archived, so it keeps the cache.
         version = self._query("PRAGMA data_version")[0][0] * 1_000_003 + self._generation
         if self._cache is None or self._cache[0] != version:
             rows = self._query("SELECT id, embedding FROM memories WHERE archived=0 AND embedding IS NOT NULL")
