@@ -32,6 +32,11 @@ def test_every_option_the_readme_shows_exists():
 
 
 def test_bench_figures_in_the_readme_come_from_the_bench_output():
-    table = REPO / "bench" / "out" / "forge_speed.txt"
-    rows = [line for line in table.read_text(encoding="utf-8").splitlines() if re.match(r"(payload|chatty) ", line)]
-    assert rows and all(row in README for row in rows)
+    checks = {"forge_speed.txt": r"(payload|chatty) ", "recall_memdaily.txt": r"(0\d_\w+|all) +\d+ ",
+              "breath_latency.txt": r" +\d+0000 "}
+    for name, pattern in checks.items():
+        lines = (REPO / "bench" / "out" / name).read_text(encoding="utf-8").splitlines()
+        rows = [line for line in lines if re.match(pattern, line)]
+        assert rows, name
+        missing = [row for row in rows if row not in README]
+        assert not missing, f"README lacks these lines of bench/out/{name}: {missing}"
