@@ -14,7 +14,7 @@ import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 
 OMBRE = [sys.executable, "-m", "ombre.cli"]
 
@@ -126,7 +126,7 @@ async def _exercise(session: ClientSession) -> None:
 
 def test_mcp_over_streamable_http(server):
     async def run() -> None:
-        async with streamablehttp_client(server.url + "/mcp") as (read, write, _):
+        async with streamable_http_client(server.url + "/mcp") as (read, write, _):
             async with ClientSession(read, write) as session:
                 await _exercise(session)
 
