@@ -178,6 +178,7 @@ class SQLiteStore:
 
     COMMON_SHARE = 0.05  # in a large store, a term in more than 5 % of memories ranks nothing
     LARGE_STORE = 2_000
+    MAX_TERMS = 12  # and a long message searches by its rarest terms only: each OR term is a posting scan
 
     def keyword_search(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
         """BM25 over words (and bigrams at a quarter weight); archived memories may be among the hits."""
@@ -188,7 +189,7 @@ class SQLiteStore:
             marks = ",".join("?" * len(terms))
             df = dict(self._query(f"SELECT term, doc FROM memories_vocab WHERE term IN ({marks})", tuple(terms)))
             present = sorted((t for t in terms if df.get(t)), key=lambda t: df[t])
-            rare = [t for t in present if df[t] <= self.COMMON_SHARE * total]
+            rare = [t for t in present if df[t] <= self.COMMON_SHARE * total][: self.MAX_TERMS]
             terms = rare or present[:3]
             if not terms:
                 return []
