@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -23,6 +24,7 @@ from .store import MemoryStore
 KEYWORD_WEIGHT = 0.1
 VECTOR_WEIGHT = 0.9
 CANDIDATES = 100
+OVERLAP_FROM = 20_000  # memories with vectors from which embedding and keyword search run side by side
 DECAY_PER_DAY = 0.05  # e^(−0.05·days) as in the public Ombre; commitments and pinned are exempt
 MIN_RELEVANCE = 0.05  # a fused score below this is noise, not a memory worth a card
 
@@ -116,15 +118,20 @@ def retrieve(store: MemoryStore, query: str, *, embedder: Embedder | None, extra
              keyword_weight: float = KEYWORD_WEIGHT, vector_weight: float = VECTOR_WEIGHT,
              limit: int = CANDIDATES, degraded: list[str] | None = None) -> dict[str, tuple[float, dict]]:
     """Fused relevance per memory id: normalised BM25 over segmented terms and normalised cosine."""
-    keyword = dict(store.keyword_search(query_terms(query, extra_terms), limit))
     vector: dict[str, float] = {}
-    if embedder is not None and vector_weight > 0:
-        ids, matrix = store.vectors()
+    ids, matrix = store.vectors() if embedder is not None and vector_weight > 0 else ([], None)
+    # The model and SQLite both leave Python while they work, so in a big store the query is embedded
+    # while FTS5 searches; in a small one the search is quick and a second thread only contends with the
+    # model's own threads for the two cores (measured: bench/breath_latency.py).
+    with ThreadPoolExecutor(max_workers=1) as pool:  # no thread starts unless a task is submitted
+        pending = pool.submit(embedder.query, query) if len(ids) >= OVERLAP_FROM else None
+        keyword = dict(store.keyword_search(query_terms(query, extra_terms), limit))
         if len(ids):
             try:
+                vec_q = pending.result() if pending is not None else embedder.query(query)
                 # einsum, not @: BLAS threads spinning after a matmul starve the embedding model's own
                 # threads on a 2-core machine (query 15 ms → 40 ms); a plain loop is 13 ms at 100k.
-                sims = np.einsum("ij,j->i", matrix, embedder.query(query))
+                sims = np.einsum("ij,j->i", matrix, vec_q)
                 top = np.argpartition(-sims, min(limit, len(ids) - 1))[:limit]
                 vector = {ids[i]: float(sims[i]) for i in top}
             except Exception as exc:  # noqa: BLE001 — recall goes on with keywords alone
