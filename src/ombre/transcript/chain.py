@@ -157,10 +157,7 @@ class Transcript:
         """
         todo = sorted((e for e in entries if e.tokens is None), key=lambda e: e.offset)
         for e in todo:
-            if self._reader is None:
-                self._reader = open(self.path, "rb", buffering=READ_BUFFER)
-            self._reader.seek(e.offset)
-            data = self._reader.readline()
+            data = self._original(e)
             obj = parse_line(data)
             if self.rewrite is not None and e.is_event:
                 changed, e.rewrite_stats = self.rewrite(obj, len(data))
@@ -175,12 +172,20 @@ class Transcript:
             _measure(e, obj)
         return entries
 
-    def spooled(self, entry: Entry) -> bytes | None:
-        if entry.spool is None or self._spool is None:
-            return None
-        off, n = entry.spool
-        self._spool.seek(off)
-        return self._spool.read(n)
+    def load(self, entry: Entry) -> dict:
+        """A line's object as an operation keeps it: the rewritten one if there is one, else the original."""
+        if entry.spool is not None and self._spool is not None:
+            off, n = entry.spool
+            self._spool.seek(off)
+            return parse_line(self._spool.read(n))
+        return parse_line(self._original(entry))
+
+    def _original(self, entry: Entry) -> bytes:
+        # One handle for every re-read: a kept window is hundreds of lines, not hundreds of opens.
+        if self._reader is None:
+            self._reader = open(self.path, "rb", buffering=READ_BUFFER)
+        self._reader.seek(entry.offset)
+        return self._reader.readline()
 
     def close(self) -> None:
         for handle in (self._spool, self._reader):

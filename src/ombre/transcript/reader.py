@@ -81,13 +81,6 @@ def iter_lines(path: Path, upto: int | None = None) -> Iterator[RawLine]:
             yield RawLine(lineno, start, chunk, obj)
 
 
-def read_raw(path: Path, offset: int) -> bytes:
-    """The raw bytes of the line starting at `offset` (without its newline)."""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return f.readline().rstrip(b"\r\n")
-
-
 def describe_error(exc: Exception, chunk: bytes) -> str:
     if not chunk.endswith(b"\n"):
         return f"incomplete last line ({len(chunk)} bytes, no newline): {exc}"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import LiveSessionError, SelectionError, TranscriptError, UsageError
 from ..transcript.chain import Entry, Transcript, parse_timestamp, scan
-from ..transcript.reader import Fingerprint, parse_line, read_raw
+from ..transcript.reader import Fingerprint
 from ..tokens import context_pct
 from ..transcript.writer import dump_line, write_atomic
 from . import history
@@ -308,12 +308,6 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
     )
 
 
-def _load(t: Transcript, e: Entry) -> dict:
-    """A kept line's object: the rewritten one from the spool, or the original read again."""
-    data = t.spooled(e)
-    return parse_line(data if data is not None else read_raw(t.path, e.offset))
-
-
 def _handoff_line(template: dict, text: str, new_sid: str, when: dt.datetime) -> dict:
     line = {"parentUuid": None, "isSidechain": False}
     for key in ("userType", "cwd"):
@@ -355,14 +349,14 @@ def _produce(t: Transcript, lines: list[Entry], new_sid: str, overhead: int, opt
     running = overhead
     step = dt.timedelta(milliseconds=1)
     if options.inject_text:
-        first = _load(t, lines[0])
+        first = t.load(lines[0])
         start = parse_timestamp(first.get("timestamp")) or dt.datetime.now(dt.timezone.utc)
         handoff = _handoff_line(first, options.inject_text, new_sid, start - step)
         prev_uuid, prev_when = handoff["uuid"], start - step
         expect.handoff_uuid = handoff["uuid"]
         yield dump_line(handoff)
     for e in lines:
-        obj = _load(t, e)
+        obj = t.load(e)
         obj["parentUuid"] = prev_uuid
         obj["sessionId"] = new_sid
         when = parse_timestamp(obj.get("timestamp"))

@@ -72,7 +72,6 @@ class Selection:
     mode: str
     kept: list[int]  # event idx values, ascending
     turns_total: int
-    turns_kept: int
     trimmed_turns: int = 0  # dropped from the oldest end to respect max_kept (seed §6.5)
     resolved_from: ResolvedEnd | None = None
     resolved_to: ResolvedEnd | None = None
@@ -202,7 +201,7 @@ def select(events: list[Entry], selector: Selector, measure: Measure = lambda en
         return sum(e.size for e in chunk)
 
     mode = selector.mode
-    sel = Selection(mode=mode, kept=[], turns_total=len(spans), turns_kept=0)
+    sel = Selection(mode=mode, kept=[], turns_total=len(spans))
     if mode == "retain":
         budget = selector.retain if selector.retain is not None else 0
         chosen = [len(spans) - 1]  # the last turn stays even when it alone is over the budget
@@ -242,6 +241,5 @@ def select(events: list[Entry], selector: Selector, measure: Measure = lambda en
         while len(chosen) > 1 and sum(sizes[t] for t in chosen) > selector.max_kept:
             chosen.pop(0)
             sel.trimmed_turns += 1
-    sel.turns_kept = len(chosen)
     sel.kept = [i for t in chosen for i in range(*spans[t])]
     return sel
