@@ -106,7 +106,7 @@ def hold(store: MemoryStore, req: HoldRequest, *, embedder: Embedder | None = No
         memory, source=req.source,
         auto_today=store.gate_count(today, "auto", (write_gate.STORE, write_gate.STORE_UNCONFIRMED)),
         auto_daily=auto_daily, pinned=store.list(pinned=True),
-        similar=[m for m in (store.get(i) for i in similar_ids) if m is not None])
+        similar=[m for m in store.get_many(similar_ids).values() if not m.archived])
     result = HoldResult(stored=decision.stores, decision=decision.decision, reasons=decision.reasons,
                         warnings=decision.warnings)
     if not decision.stores:

@@ -88,9 +88,10 @@ class MemoryService:
                 rows.append(Memory.from_dict(json.loads(line)))
             except (ValueError, TypeError) as exc:
                 raise MemoryInputError(f"{path}:{n}: not a memory: {exc}", hint="nothing was imported") from None
+        present = self.store.get_many([m.id for m in rows])
         fresh = []
         for m in rows:
-            if self.store.get(m.id) is not None:
+            if m.id in present:
                 skipped += 1
                 continue
             fresh.append((m, document(" ".join([m.title, m.content, " ".join(m.tags)])), None))
