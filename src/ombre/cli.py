@@ -271,13 +271,7 @@ def demo(settings: Settings, keep: Path | None) -> None:
 def _service(settings: Settings):
     from .memory.service import MemoryService
 
-    return MemoryService(settings, use_vectors=not _no_vectors())
-
-
-def _no_vectors() -> bool:
-    import os
-
-    return os.environ.get("OMBRE_VECTORS", "1") == "0"  # read once here: a switch for slow machines
+    return MemoryService(settings, use_vectors=settings.use_vectors)
 
 
 @main.command()
@@ -386,6 +380,7 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
         from .serve.http import check_bind, create_app
 
         check_bind(host, token)
+        service.warm()
         uvicorn.run(create_app(service, token), host=host, port=port, log_level="warning")
     finally:
         service.close()
@@ -510,6 +505,116 @@ def memories_import(settings: Settings, path: Path) -> None:
     finally:
         service.close()
     click.echo(f"imported {added} memories, skipped {skipped} already present")
+
+
+@main.group()
+def hook() -> None:
+    """Claude Code hooks (installed by `ombre install claude-code`). They read the hook's JSON on stdin and
+    print the turn's memory block; on any failure they print nothing and exit 0."""
+
+
+@hook.command("user-prompt-submit")
+def hook_user_prompt_submit() -> None:
+    """Recalled cards for this prompt, as UserPromptSubmit additionalContext."""
+    from .inject.hooks import main as run_hook
+
+    sys.exit(run_hook("user-prompt-submit"))
+
+
+@hook.command("session-start")
+def hook_session_start() -> None:
+    """The handoff context after a window swap, as SessionStart additionalContext."""
+    from .inject.hooks import main as run_hook
+
+    sys.exit(run_hook("session-start"))
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8766, show_default=True)
+@click.option("--upstream", default=None, help="Anthropic API base URL to forward to [env OMBRE_UPSTREAM, "
+              "default https://api.anthropic.com].")
+@click.option("--memory-url", default=None, help="Recall through this running `ombre serve` instead of in "
+              "this process.")
+@click.pass_obj
+@handles_errors
+def gateway(settings: Settings, host: str, port: int, upstream: str | None, memory_url: str | None) -> None:
+    """Anthropic-compatible proxy that adds the turn's memory block to the last user message only."""
+    import dataclasses
+
+    import uvicorn
+
+    from .inject.gateway import create_gateway, local_recall, remote_recall
+    from .serve.http import check_bind
+
+    check_bind(host, None)
+    service = None
+    if memory_url:
+        recall = remote_recall(dataclasses.replace(settings, memory_url=memory_url.rstrip("/")))
+    else:
+        service = _service(settings)
+        recall = local_recall(service, settings)
+    app = create_gateway((upstream or settings.upstream).rstrip("/"), recall,
+                         timeout_s=settings.inject_timeout_ms / 1000)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        if service is not None:
+            service.close()
+
+
+def _install(settings: Settings, install: bool, dry_run: bool, as_json: bool) -> None:
+    import os
+
+    from .inject.install import apply, plan
+
+    changes = [c for c in plan(settings, install=install, env=dict(os.environ)) if c.changed]
+    backups = [] if dry_run else apply(changes)
+    verb = "install" if install else "uninstall"
+    summary = {"dry_run": dry_run, "changed": [{"path": str(c.path), "what": c.what} for c in changes],
+               "backups": [str(b) for b in backups]}
+
+    def human() -> str:
+        if not changes:
+            return f"nothing to {verb}: Claude Code is already set up that way"
+        head = f"{'would change' if dry_run else 'changed'}:"
+        lines = [head] + [f"  {c.path}  ({c.what})" for c in changes]
+        if dry_run:
+            lines += ["", *(c.diff() for c in changes)]
+        lines += [f"  backup {b}" for b in backups]
+        return "\n".join(lines)
+
+    _emit(as_json, summary, human)
+
+
+@main.group()
+def install() -> None:
+    """Wire Ombre into an agent runtime."""
+
+
+@install.command("claude-code")
+@dry_run_option
+@json_option
+@click.pass_obj
+@handles_errors
+def install_claude_code(settings: Settings, dry_run: bool, as_json: bool) -> None:
+    """Add the hooks to settings.json, register the MCP server, import the memory discipline in CLAUDE.md."""
+    _install(settings, True, dry_run, as_json)
+
+
+@main.group()
+def uninstall() -> None:
+    """Take Ombre out of an agent runtime."""
+
+
+@uninstall.command("claude-code")
+@dry_run_option
+@json_option
+@click.pass_obj
+@handles_errors
+def uninstall_claude_code(settings: Settings, dry_run: bool, as_json: bool) -> None:
+    """Remove what `ombre install claude-code` added (each changed file is backed up first)."""
+    _install(settings, False, dry_run, as_json)
 
 
 if __name__ == "__main__":

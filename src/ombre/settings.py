@@ -36,6 +36,7 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
 class Settings:
     claude_home: Path
     ombre_home: Path
+    claude_json: Path | None = None  # Claude Code's global config (user-scope MCP servers live here)
     auto_forge: bool = True
     context_window: int = 200_000
     diet_pct: int = 55
@@ -55,6 +56,16 @@ class Settings:
     auto_hold_daily: int = 8
     max_content_chars: int = 4_000
     extra_types: tuple[str, ...] = ()
+    use_vectors: bool = True  # OMBRE_VECTORS=0: keywords only, for machines too slow for the model
+    # dual-zone injection (seed §9.1): the per-turn block's budgets, and where the memory service listens
+    memory_url: str = "http://127.0.0.1:8765"
+    token: str | None = None
+    inject_max_cards: int = 5
+    inject_max_tokens: int = 1_800
+    inject_timeout_ms: int = 5_000
+    session_start_max_tokens: int = 1_500
+    just_now_mins: int = 120
+    upstream: str = "https://api.anthropic.com"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -62,8 +73,10 @@ class Settings:
         home = Path(env.get("HOME") or Path.home())
         claude_home = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
         ombre_home = Path(env["OMBRE_HOME"]) if env.get("OMBRE_HOME") else home / ".ombre"
+        config_root = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home
         return cls(
             claude_home=claude_home.expanduser(),
+            claude_json=(config_root / ".claude.json").expanduser(),
             ombre_home=ombre_home.expanduser(),
             auto_forge=_flag(env, "AUTO_FORGE", True),
             context_window=_int(env, "AUTO_FORGE_CONTEXT_WINDOW", 200_000),
@@ -84,6 +97,15 @@ class Settings:
             auto_hold_daily=_int(env, "OMBRE_AUTO_HOLD_DAILY", 8),
             max_content_chars=_int(env, "OMBRE_MAX_CONTENT_CHARS", 4_000),
             extra_types=tuple(t.strip() for t in env.get("OMBRE_EXTRA_TYPES", "").split(",") if t.strip()),
+            use_vectors=_flag(env, "OMBRE_VECTORS", True),
+            memory_url=(env.get("OMBRE_URL") or "http://127.0.0.1:8765").rstrip("/"),
+            token=env.get("OMBRE_TOKEN") or None,
+            inject_max_cards=_int(env, "OMBRE_INJECT_MAX_CARDS", 5),
+            inject_max_tokens=_int(env, "OMBRE_INJECT_MAX_TOKENS", 1_800),
+            inject_timeout_ms=_int(env, "OMBRE_INJECT_TIMEOUT_MS", 5_000),
+            session_start_max_tokens=_int(env, "OMBRE_SESSION_START_MAX_TOKENS", 1_500),
+            just_now_mins=_int(env, "OMBRE_JUST_NOW_MINS", 120),
+            upstream=(env.get("OMBRE_UPSTREAM") or "https://api.anthropic.com").rstrip("/"),
         )
 
     @property

@@ -75,7 +75,7 @@ class BreathResult:
         return asdict(self)
 
 
-def _card(m: Memory, score: float, why: dict) -> Card:
+def to_card(m: Memory, score: float, why: dict) -> Card:
     card = Card(m.id, m.title, m.content, m.type, m.status, m.evidence.mark, m.pinned, round(score, 4), why)
     card.tokens = estimate_text(card.render())
     return card
@@ -143,7 +143,10 @@ def retrieve(store: MemoryStore, query: str, *, embedder: Embedder | None, extra
     fused: dict[str, tuple[float, dict]] = {}
     for mid in set(kw) | set(vec):
         score = keyword_weight * kw.get(mid, 0.0) + vector_weight * vec.get(mid, 0.0)
-        fused[mid] = (score, {"keyword": round(kw.get(mid, 0.0), 3), "vector": round(vec.get(mid, 0.0), 3)})
+        why = {"keyword": round(kw.get(mid, 0.0), 3), "vector": round(vec.get(mid, 0.0), 3)}
+        if mid in vector:
+            why["similarity"] = round(vector[mid], 4)  # the raw cosine, for absolute gates (inject)
+        fused[mid] = (score, why)
     return fused
 
 
@@ -164,7 +167,7 @@ def breath(store: MemoryStore, req: BreathRequest, *, embedder: Embedder | None 
     today = now.astimezone(SHANGHAI).date()
     anniv = anniversary.pick(store, today)
     if anniv is not None:
-        result.anniversary = _card(anniv, 1.0, {"anniversary": today.isoformat()})
+        result.anniversary = to_card(anniv, 1.0, {"anniversary": today.isoformat()})
     if touch:
         store.touch([c.id for c in result.cards + result.pinned], iso(now))
     result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
@@ -199,12 +202,14 @@ def _recall(store: MemoryStore, req: BreathRequest, query: str, embedder: Embedd
     scored.sort(key=lambda x: -x[0])
     budget = req.max_tokens
     for score, m, why in scored:
-        card = _card(m, score, why)
         if m.pinned:
             if len(result.pinned) < 3:  # pinned core: shown when relevant, outside the card budget
-                result.pinned.append(card)
+                result.pinned.append(to_card(m, score, why))
             continue
-        if len(result.cards) >= req.max_results or card.tokens > budget:
+        if len(result.cards) >= req.max_results:
+            continue
+        card = to_card(m, score, why)
+        if card.tokens > budget:
             continue
         budget -= card.tokens
         result.cards.append(card)
@@ -213,7 +218,7 @@ def _recall(store: MemoryStore, req: BreathRequest, query: str, embedder: Embedd
 def session_start(store: MemoryStore, now: dt.datetime) -> tuple[str | None, list[Card]]:
     """The compact handoff block for a new window: the latest 会话交接 and the pinned core."""
     handoffs = store.list(type=HANDOFF_TYPE, limit=1)
-    pinned = [_card(m, 1.0, {"policy": "pinned core"}) for m in store.list(pinned=True)]
+    pinned = [to_card(m, 1.0, {"policy": "pinned core"}) for m in store.list(pinned=True)]
     lines = []
     if handoffs:
         h = handoffs[0]

@@ -14,6 +14,10 @@ DIM = 384
 # e5 similarities crowd between 0.75 and 0.95: unrelated Chinese sentences score about 0.8, so
 # relevance is measured from here up (DESIGN §5: "set thresholds per model").
 SIMILARITY_FLOOR = 0.78
+# A memory shown unasked (the per-turn hook) must be at least this close to the prompt. On MemDaily
+# (bench/inject_threshold.py) 0.87 keeps 73 % of question→gold pairs and lets 8 % of unrelated pairs
+# through; asked recall (breath) has no such gate.
+INJECT_SIMILARITY = 0.87
 # Embedding a query costs about 10 ms plus 0.7 ms a character here (2 cores), so a long message is cut to
 # its last QUERY_CHARS characters for the vector (keywords still use all of it): in a chat turn the
 # latest words usually carry what is being asked.

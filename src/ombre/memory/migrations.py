@@ -78,6 +78,12 @@ def m005_fts_rank_and_vocab(db: sqlite3.Connection) -> None:
     db.execute("CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, 'row')")
 
 
+@migration
+def m006_event_date_index(db: sqlite3.Connection) -> None:
+    # every injected turn asks what is due today or tomorrow
+    db.execute("CREATE INDEX memories_event_date ON memories(event_date) WHERE event_date IS NOT NULL")
+
+
 def apply(db: sqlite3.Connection) -> list[str]:
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = {row[0] for row in db.execute("SELECT name FROM _migrations")}

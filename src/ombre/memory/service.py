@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ..errors import MemoryInputError
+from ..files import replace_atomic
 from ..settings import Settings
 from .breath import BreathRequest, BreathResult, breath
 from .embed import E5Embedder, Embedder
@@ -34,6 +35,15 @@ class MemoryService:
             except Exception as exc:  # noqa: BLE001
                 self.embedder_error = f"embedding model unavailable: {exc}"
         return self._embedder
+
+    def warm(self) -> None:
+        """Load the model and the vector matrix now, so the first turn's recall is not the slow one."""
+        if self.embedder is not None:
+            try:
+                self.embedder.query("预热")
+            except Exception as exc:  # noqa: BLE001 — a broken model degrades recall, it does not stop serving
+                self.embedder_error = f"embedding model unavailable: {exc}"
+        self.store.vectors()
 
     def hold(self, req: HoldRequest, now: dt.datetime | None = None) -> HoldResult:
         s = self.settings
@@ -70,11 +80,8 @@ class MemoryService:
 
     def export(self, path: Path) -> int:
         memories = self.store.list(archived=None)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            for m in reversed(memories):
-                f.write(json.dumps(m.to_dict(), ensure_ascii=False) + "\n")
-        tmp.replace(path)
+        lines = (json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in reversed(memories))
+        replace_atomic(path, "".join(lines).encode("utf-8"))
         return len(memories)
 
     def import_(self, path: Path) -> tuple[int, int]:

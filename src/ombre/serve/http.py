@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from ..errors import OmbreError, StoreError
+from ..inject.cards import InjectRequest, SessionStartRequest, session_block, turn_block
 from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest
 from ..memory.service import MemoryService
@@ -49,6 +50,15 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
     @app.post("/v1/breath")
     def breath(body: BreathRequest) -> dict:
         return service.breath(body).to_dict()
+
+    # The dynamic zone's block for the hooks (and a gateway pointed at this service).
+    @app.post("/v1/inject")
+    def inject(body: InjectRequest) -> dict:
+        return turn_block(service, body, just_now_mins=service.settings.just_now_mins).to_dict()
+
+    @app.post("/v1/inject/session-start")
+    def inject_session_start(body: SessionStartRequest) -> dict:
+        return session_block(service, body).to_dict()
 
     @app.get("/v1/memories/{memory_id}")
     def memory(memory_id: str) -> JSONResponse:

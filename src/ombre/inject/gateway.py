@@ -1,0 +1,154 @@
+"""`ombre gateway`: an Anthropic-compatible proxy for bridges and web UIs that run no hooks (seed §9.1).
+
+`POST /v1/messages` gets the turn's dynamic block added to the LAST user message only, and only when that
+message holds the person's words; with no such message nothing is added (never a fall back to `system`).
+`system`, `tools` and every earlier message go upstream value for value, so the cached prefix is the same
+from turn to turn. Responses, streaming included, are passed back as raw bytes; any other route is
+forwarded untouched. A body that is not JSON, or has no messages, goes upstream as it came, so the
+caller gets the upstream's own error.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+from typing import Callable
+
+import httpx
+from fastapi import FastAPI, Request
+from starlette.background import BackgroundTask
+from starlette.responses import JSONResponse, StreamingResponse
+
+from ..memory.service import MemoryService
+from ..settings import Settings
+from .cards import InjectRequest, turn_block
+from .hooks import SEND_CHARS, post_json, within_budget
+
+Recall = Callable[[str], "str | None"]  # prompt → block text (or None); runs in a worker thread
+
+_HOP_BY_HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
+               "upgrade", "proxy-authorization", "proxy-authenticate"}
+_REMINDER = "<system-reminder>"
+
+
+def person_text(message: dict) -> str:
+    """The person's words in a user message: its text blocks, without tool results or system reminders."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content.strip()
+    if not isinstance(content, list):
+        return ""
+    parts = [b.get("text", "") for b in content
+             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+             and not b["text"].lstrip().startswith(_REMINDER)]
+    return "\n".join(p for p in parts if p.strip()).strip()
+
+
+def last_user_prompt(body: object) -> str:
+    """The prompt to recall for: the person's words in the last message, if it is a user message."""
+    if not isinstance(body, dict):
+        return ""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return ""
+    last = messages[-1]
+    return person_text(last) if last.get("role") == "user" else ""
+
+
+def with_block(body: dict, block: str) -> dict:
+    """A copy of `body` whose last (user) message carries `block` as a text block before the person's
+    words; everything else is the same objects' values, untouched."""
+    out = dict(body)
+    messages = list(body["messages"])
+    last = copy.deepcopy(messages[-1])
+    content = last.get("content")
+    added = {"type": "text", "text": block}
+    if isinstance(content, str):
+        last["content"] = [added, {"type": "text", "text": content}]
+    else:
+        # tool_result blocks must stay first in a user message, so the block goes before the first text
+        at = next(i for i, b in enumerate(content) if isinstance(b, dict) and b.get("type") == "text"
+                  and not str(b.get("text", "")).lstrip().startswith(_REMINDER))
+        last["content"] = content[:at] + [added] + content[at:]
+    messages[-1] = last
+    out["messages"] = messages
+    return out
+
+
+def _forward_headers(request: Request) -> dict[str, str]:
+    return {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+
+
+def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
+                   client: httpx.AsyncClient | None = None) -> FastAPI:
+    http = client or httpx.AsyncClient(base_url=upstream, timeout=httpx.Timeout(600.0, connect=10.0))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        await http.aclose()
+
+    app = FastAPI(title="Ombre gateway", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app.state.injected = 0
+
+    async def block_for(prompt: str) -> str | None:
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(recall, prompt), timeout_s)
+        except Exception:  # noqa: BLE001 — timeout or a failing memory side: this turn injects nothing
+            return None
+
+    async def forward(request: Request, path: str, content: bytes) -> StreamingResponse | JSONResponse:
+        upstream_request = http.build_request(request.method, "/" + path, params=request.query_params,
+                                              headers=_forward_headers(request), content=content)
+        try:
+            response = await http.send(upstream_request, stream=True)
+        except httpx.HTTPError as exc:
+            return JSONResponse({"type": "error", "error": {
+                "type": "api_error", "message": f"ombre gateway could not reach {upstream}: {exc}"}},
+                status_code=502)
+        headers = {k: v for k, v in response.headers.items() if k.lower() not in _HOP_BY_HOP}
+        return StreamingResponse(response.aiter_raw(), status_code=response.status_code, headers=headers,
+                                 background=BackgroundTask(response.aclose))
+
+    @app.post("/v1/messages")
+    async def messages(request: Request):
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return await forward(request, "v1/messages", raw)
+        prompt = last_user_prompt(body)
+        block = await block_for(prompt) if prompt else None
+        if not block:
+            return await forward(request, "v1/messages", raw)
+        app.state.injected += 1
+        data = json.dumps(with_block(body, block), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return await forward(request, "v1/messages", data)
+
+    @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+    async def other(request: Request, path: str):
+        return await forward(request, path, await request.body())
+
+    return app
+
+
+def local_recall(service: MemoryService, settings: Settings) -> Recall:
+    """Recall in this process, from the memory service's own store and model."""
+    def recall(prompt: str) -> str | None:
+        req = InjectRequest(prompt, max_cards=settings.inject_max_cards, max_tokens=settings.inject_max_tokens)
+        return turn_block(service, req, just_now_mins=settings.just_now_mins).text or None
+
+    return recall
+
+
+def remote_recall(settings: Settings) -> Recall:
+    """Recall through a running `ombre serve` (OMBRE_URL), exactly as the hook asks it."""
+    def recall(prompt: str) -> str | None:
+        body = {"prompt": prompt[-SEND_CHARS:], "max_cards": settings.inject_max_cards,
+                "max_tokens": settings.inject_max_tokens}
+        block = post_json(settings.memory_url + "/v1/inject", body, token=settings.token,
+                          timeout=settings.inject_timeout_ms / 1000)
+        return within_budget(block, settings.inject_max_cards, settings.inject_max_tokens) if block else None
+
+    return recall

@@ -1,0 +1,150 @@
+"""Claude Code hooks: UserPromptSubmit and SessionStart, the dynamic zone's entry from Claude Code.
+
+This module is the hook process's whole import graph: the standard library, settings, the token estimate
+and the history log. It never imports the embedding model, numpy or the web stack — it asks the running
+memory service (`ombre serve`) over loopback HTTP and prints what comes back.
+
+Whatever goes wrong (bad stdin, service down, slow, erroring, an answer over budget) the hook prints
+nothing and exits 0: exit code 2 would erase the person's prompt, and a "memory busy" line would reach them.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO
+
+from ..settings import Settings
+from ..tokens import estimate_text
+from ..window import history
+
+EVENTS = {"user-prompt-submit": "UserPromptSubmit", "session-start": "SessionStart"}
+MAX_CONTEXT_CHARS = 9_500  # Claude Code truncates hook output past 10,000 characters
+SEND_CHARS = 4_000  # the service searches a message by its end; no need to ship a pasted novel
+LOG_MAX_BYTES = 1_000_000
+
+
+def post_json(url: str, body: dict, *, token: str | None, timeout: float) -> dict | None:
+    """POST JSON to the memory service; None on any failure (refused, timeout, non-2xx, not JSON)."""
+    if timeout <= 0:
+        return None
+    headers = {"content-type": "application/json"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, json.dumps(body, ensure_ascii=False).encode("utf-8"), headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            data = json.loads(response.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def within_budget(block: dict, max_cards: int, max_tokens: int) -> str | None:
+    """The block's text if it keeps the budget (checked here too: a misconfigured service must not
+    flood the turn), else None."""
+    text = block.get("text")
+    cards = block.get("cards")
+    if not isinstance(text, str) or not text.strip() or not isinstance(cards, list):
+        return None
+    if len(cards) > max_cards or estimate_text(text) > max_tokens or len(text) > MAX_CONTEXT_CHARS:
+        return None
+    return text
+
+
+def user_prompt_submit(payload: dict, settings: Settings, timeout: float) -> tuple[str | None, str]:
+    """(additionalContext or None, what happened)."""
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return None, "no prompt"
+    body = {"prompt": prompt[-SEND_CHARS:], "session_id": payload.get("session_id"),
+            "max_cards": settings.inject_max_cards, "max_tokens": settings.inject_max_tokens}
+    block = post_json(settings.memory_url + "/v1/inject", body, token=settings.token, timeout=timeout)
+    if block is None:
+        return None, "memory service unavailable"
+    text = within_budget(block, settings.inject_max_cards, settings.inject_max_tokens)
+    return text, (f"{len(block.get('cards') or [])} cards" if text else "nothing to inject")
+
+
+def session_start(payload: dict, settings: Settings, timeout: float) -> tuple[str | None, str]:
+    source = payload.get("source")
+    session_id = payload.get("session_id")
+    if not just_swapped(settings, source, session_id if isinstance(session_id, str) else None):
+        return None, f"source {source!r}: no swap to hand over"
+    body = {"max_tokens": settings.session_start_max_tokens}
+    block = post_json(settings.memory_url + "/v1/inject/session-start", body, token=settings.token,
+                      timeout=timeout)
+    if block is None:
+        return None, "memory service unavailable"
+    text = within_budget(block, 1_000, settings.session_start_max_tokens)
+    return text, ("handoff" if text else "nothing to hand over")
+
+
+def just_swapped(settings: Settings, source: object, session_id: str | None,
+                 now: dt.datetime | None = None) -> bool:
+    """Whether this start follows a window swap: a compaction always does; a resume does when the session
+    is the output of a forge or diet; a fresh start does when a swap happened within the Just Now span."""
+    if source == "compact":
+        return True
+    if source not in ("resume", "startup"):
+        return False
+    swaps = [e for e in history.read(settings.history_log, limit=200) if e.get("ok") and e.get("new_sid")]
+    if source == "resume":
+        return any(e["new_sid"] == session_id for e in swaps)
+    if not swaps:
+        return False
+    try:
+        at = dt.datetime.fromisoformat(swaps[-1]["at"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return now - at <= dt.timedelta(minutes=settings.just_now_mins)
+
+
+def run(event: str, stdin: IO[str], stdout: IO[str], env: dict | None = None) -> int:
+    """Run one hook; always returns 0."""
+    started = time.monotonic()
+    outcome, settings = "bad input", None
+    try:
+        settings = Settings.from_env(env)
+        raw = stdin.read()
+        payload = json.loads(raw) if raw.strip() else None
+        if isinstance(payload, dict):
+            budget = settings.inject_timeout_ms / 1000
+            # leave room to print before the budget is spent
+            timeout = budget - (time.monotonic() - started) - 0.05
+            handler = user_prompt_submit if event == "user-prompt-submit" else session_start
+            text, outcome = handler(payload, settings, timeout)
+            if text and time.monotonic() - started <= budget:
+                stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": EVENTS[event],
+                                                                "additionalContext": text}},
+                                        ensure_ascii=False))
+                stdout.flush()
+            elif text:
+                outcome = "over the time budget"
+    except Exception as exc:  # noqa: BLE001 — nothing may reach the person or stop the turn
+        outcome = f"error: {type(exc).__name__}"
+    if settings is not None:
+        _log(settings, event, outcome, (time.monotonic() - started) * 1000)
+    return 0
+
+
+def _log(settings: Settings, event: str, outcome: str, ms: float) -> None:
+    """One line per hook run in OMBRE_HOME/hooks.jsonl (kept under ~1 MB), for `tail` when a turn had no cards."""
+    path: Path = settings.ombre_home / "hooks.jsonl"
+    try:
+        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
+            os.replace(path, path.with_suffix(".jsonl.1"))
+        history.append(path, {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                              "event": event, "outcome": outcome, "ms": round(ms, 1)})
+    except OSError:
+        pass
+
+
+def main(event: str) -> int:
+    return run(event, sys.stdin, sys.stdout)

@@ -1,0 +1,200 @@
+"""`ombre install claude-code` / `ombre uninstall claude-code`: wire Ombre into a user's Claude Code.
+
+Three things change, each idempotently, each file backed up before it is replaced:
+- `settings.json`: the UserPromptSubmit and SessionStart hooks, with explicit timeouts;
+- Claude Code's global config (`.claude.json`): a user-scope MCP server `ombre` (hold / breath over stdio);
+- `CLAUDE.md`: one import line for the memory discipline document, which lands in the stable zone
+  (read once at the start of a session, unchanged from turn to turn, so the prompt cache holds).
+
+A plan is computed first (a list of FileChange); `--dry-run` prints it as diffs, otherwise it is applied.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from ..errors import UsageError
+from ..files import replace_atomic
+from ..settings import Settings
+
+MCP_NAME = "ombre"
+DOC_NAME = "ombre-memory-discipline.md"
+HOOK_EVENTS = {"UserPromptSubmit": "user-prompt-submit", "SessionStart": "session-start"}
+SESSION_START_MATCHER = "startup|resume|compact"
+_OURS = re.compile(r"ombre['\"]? hook (user-prompt-submit|session-start)\s*$")
+# Variables the hook needs when Claude Code is started by a bridge with another environment.
+PASSED_ENV = ("OMBRE_HOME", "OMBRE_URL")
+
+
+@dataclass
+class FileChange:
+    path: Path
+    before: str | None  # None: the file does not exist yet
+    after: str | None  # None: the file is removed
+    what: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff((self.before or "").splitlines(keepends=True),
+                                     (self.after or "").splitlines(keepends=True),
+                                     fromfile=f"{self.path} (now)", tofile=f"{self.path} (after)")
+        return "".join(lines)
+
+
+def ombre_executable() -> Path:
+    """The `ombre` beside the running interpreter (a venv's bin/), so hooks run this very install."""
+    exe = Path(sys.executable).parent / "ombre"
+    if not exe.exists():
+        raise UsageError(f"no `ombre` executable next to {sys.executable}",
+                         hint="install ombre into this environment (pip install -e .) and run it from there")
+    return exe
+
+
+def hook_command(exe: Path, event: str, env: dict[str, str]) -> str:
+    prefix = "".join(f"{k}={shlex.quote(env[k])} " for k in PASSED_ENV if env.get(k))
+    return f"{prefix}{shlex.quote(str(exe))} hook {event}"
+
+
+def global_config_path(settings: Settings) -> Path:
+    legacy = settings.claude_home / ".config.json"  # Claude Code prefers this file when it exists
+    return legacy if legacy.exists() else (settings.claude_json or settings.claude_home.parent / ".claude.json")
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+def _load_json(path: Path, text: str | None) -> dict:
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{path} is not valid JSON ({exc})",
+                         hint="fix or move that file, then run the command again; nothing was changed") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} does not hold a JSON object", hint="fix or move it; nothing was changed")
+    return data
+
+
+def _dump_json(data: dict) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def _without_ours(groups: list) -> list:
+    """Hook groups with our commands taken out (and groups left empty by that dropped)."""
+    out = []
+    for group in groups:
+        if not isinstance(group, dict):
+            out.append(group)
+            continue
+        hooks = [h for h in group.get("hooks", []) if not (isinstance(h, dict) and _OURS.search(str(h.get("command", ""))))]
+        if hooks or not group.get("hooks"):
+            out.append({**group, "hooks": hooks} if "hooks" in group else group)
+    return out
+
+
+def _settings_change(settings: Settings, exe: Path | None, env: dict[str, str], timeout_s: int) -> FileChange:
+    path = settings.claude_home / "settings.json"
+    before = _read(path)
+    data = _load_json(path, before)
+    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    for event, name in HOOK_EVENTS.items():
+        groups = _without_ours(hooks.get(event) or [])
+        if exe is not None:
+            ours = {"hooks": [{"type": "command", "command": hook_command(exe, name, env), "timeout": timeout_s}]}
+            if event == "SessionStart":
+                ours = {"matcher": SESSION_START_MATCHER, **ours}
+            groups.append(ours)
+        if groups:
+            hooks[event] = groups
+        else:
+            hooks.pop(event, None)
+    if hooks:
+        data["hooks"] = hooks
+    else:
+        data.pop("hooks", None)
+    after = _dump_json(data) if (data or before is not None) else None
+    return FileChange(path, before, after, "Claude Code hooks (UserPromptSubmit, SessionStart)")
+
+
+def _mcp_change(settings: Settings, exe: Path | None, env: dict[str, str]) -> FileChange:
+    path = global_config_path(settings)
+    before = _read(path)
+    data = _load_json(path, before)
+    servers = data.get("mcpServers") if isinstance(data.get("mcpServers"), dict) else {}
+    if exe is None:
+        current = servers.get(MCP_NAME)
+        if isinstance(current, dict) and Path(str(current.get("command", ""))).name == "ombre":
+            servers.pop(MCP_NAME)
+    else:
+        entry = {"type": "stdio", "command": str(exe), "args": ["serve", "--stdio"],
+                 "env": {k: env[k] for k in PASSED_ENV if env.get(k)}}
+        servers[MCP_NAME] = entry
+    if servers:
+        data["mcpServers"] = servers
+    else:
+        data.pop("mcpServers", None)
+    after = _dump_json(data) if (data or before is not None) else None
+    if after is not None and before is not None and json.loads(before) == data:
+        after = before  # semantically unchanged: leave Claude Code's own formatting alone
+    return FileChange(path, before, after, "MCP server `ombre` (hold, breath)")
+
+
+def _doc_changes(settings: Settings, install: bool) -> list[FileChange]:
+    doc = settings.claude_home / DOC_NAME
+    doc_text = resources.files("ombre.inject").joinpath("memory_discipline.md").read_text(encoding="utf-8")
+    claude_md = settings.claude_home / "CLAUDE.md"
+    before = _read(claude_md)
+    line = f"@{doc}"
+    kept = [ln for ln in (before or "").splitlines() if ln.strip() != line]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    if install:
+        text = "\n".join(kept + ([""] if kept else []) + [line]) + "\n"
+        md = FileChange(claude_md, before, text, "import of the memory discipline in CLAUDE.md")
+        return [FileChange(doc, _read(doc), doc_text, "memory discipline document (Chinese)"), md]
+    after = ("\n".join(kept) + "\n") if kept else None
+    return [FileChange(claude_md, before, after, "import of the memory discipline in CLAUDE.md"),
+            FileChange(doc, _read(doc), None, "memory discipline document")]
+
+
+def plan(settings: Settings, *, install: bool, env: dict[str, str], exe: Path | None = None,
+         timeout_s: int | None = None) -> list[FileChange]:
+    """The changes `install` (or uninstall) would make; nothing is written."""
+    if install and exe is None:
+        exe = ombre_executable()
+    if timeout_s is None:
+        # Claude Code's own limit sits above ours, so our deadline (print nothing) always fires first.
+        timeout_s = settings.inject_timeout_ms // 1000 + 5
+    target = exe if install else None
+    return [_settings_change(settings, target, env, timeout_s), _mcp_change(settings, target, env),
+            *_doc_changes(settings, install)]
+
+
+def apply(changes: list[FileChange], now: dt.datetime | None = None) -> list[Path]:
+    """Write every changed file (old version backed up beside it); returns the backups made."""
+    stamp = (now or dt.datetime.now()).strftime("%Y%m%dT%H%M%S")
+    backups = []
+    for change in changes:
+        if not change.changed:
+            continue
+        if change.before is not None:
+            backup = change.path.with_name(f"{change.path.name}.ombre-backup-{stamp}")
+            replace_atomic(backup, change.before.encode("utf-8"), mode=change.path.stat().st_mode & 0o777)
+            backups.append(backup)
+        if change.after is None:
+            change.path.unlink(missing_ok=True)
+        else:
+            replace_atomic(change.path, change.after.encode("utf-8"))
+    return backups
