@@ -16,45 +16,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-OMBRE = [sys.executable, "-m", "ombre.cli"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({"HOME": str(home), "OMBRE_HOME": str(home / "ombre")}, **extra)
-    env.pop("OMBRE_TOKEN", None)
-    return env
-
-
-class Server:
-    def __init__(self, home: Path, token: str | None = None) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        args = OMBRE + ["serve", "--port", str(self.port)] + (["--token", token] if token else [])
-        self.proc = subprocess.Popen(args, env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("ombre serve did not start: " + self.proc.stderr.read().decode()[-2000:])
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
+from tests.servers import OMBRE, Server, free_port, ombre_env
 
 @pytest.fixture
 def server(tmp_path: Path):
@@ -102,7 +64,7 @@ def test_a_token_is_required_when_set(tmp_path):
 
 
 def test_serving_off_loopback_without_a_token_is_refused(tmp_path):
-    out = subprocess.run(OMBRE + ["serve", "--host", "0.0.0.0", "--port", str(_free_port())], env=_env(tmp_path),
+    out = subprocess.run(OMBRE + ["serve", "--host", "0.0.0.0", "--port", str(free_port())], env=ombre_env(tmp_path),
                          capture_output=True, text=True, timeout=30)
     assert out.returncode != 0 and "without a bearer token" in out.stderr
 
@@ -136,7 +98,7 @@ def test_mcp_over_streamable_http(server):
 def test_mcp_over_stdio(tmp_path):
     async def run() -> None:
         params = StdioServerParameters(command=sys.executable, args=["-m", "ombre.cli", "serve", "--stdio"],
-                                       env=_env(tmp_path))
+                                       env=ombre_env(tmp_path))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await _exercise(session)
@@ -153,7 +115,7 @@ def test_concurrent_holds_through_http_and_cli_lose_nothing(server, tmp_path):
         "    assert r.status_code == 200 and r.json()['stored'], r.text\n")
     cli_loop = (f"for i in $(seq 0 {n - 1}); do {sys.executable} -m ombre.cli hold \"并发写入 $1 第${{i}}条\" "
                 ">/dev/null || exit 1; done")
-    env = _env(tmp_path, OMBRE_VECTORS="0")
+    env = ombre_env(tmp_path, OMBRE_VECTORS="0")
     procs = [subprocess.Popen([sys.executable, "-c", http_script, f"h{k}"], env=env) for k in range(2)]
     procs += [subprocess.Popen(["bash", "-c", cli_loop, "bash", f"c{k}"], env=env) for k in range(2)]
     assert [p.wait(300) for p in procs] == [0, 0, 0, 0]

@@ -544,23 +544,25 @@ def gateway(settings: Settings, host: str, port: int, upstream: str | None, memo
 
     import uvicorn
 
-    from .inject.gateway import create_gateway, local_recall, remote_recall
+    from .inject.gateway import LocalRecall, create_gateway, remote_recall
     from .serve.http import check_bind
 
     check_bind(host, None)
-    service = None
+    local = None
     if memory_url:
         recall = remote_recall(dataclasses.replace(settings, memory_url=memory_url.rstrip("/")))
     else:
-        service = _service(settings)
-        recall = local_recall(service, settings)
+        recall = local = LocalRecall(settings)
+        problem = local.warm()
+        if problem:
+            click.echo(f"warning: memory side unavailable, forwarding without cards: {problem}", err=True)
     app = create_gateway((upstream or settings.upstream).rstrip("/"), recall,
                          timeout_s=settings.inject_timeout_ms / 1000)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
-        if service is not None:
-            service.close()
+        if local is not None:
+            local.close()
 
 
 def _install(settings: Settings, install: bool, dry_run: bool, as_json: bool) -> None:

@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass, field
 
 from ..memory.breath import BreathRequest, Card, to_card
-from ..memory.embed import INJECT_SIMILARITY
+from ..memory.embed import INJECT_SIMILARITY, SIMILARITY_FLOOR
 from ..memory.model import HANDOFF_TYPE, SHANGHAI, now_utc
 from ..memory.service import MemoryService
 from ..tokens import estimate_text
@@ -21,7 +21,7 @@ SESSION_HEADER = "【ombre · 换窗接续（上一窗口的交接与置顶核�
 # A long message is searched by its end: the person's latest words carry what this turn is about.
 QUERY_CHARS = 1_000
 JUST_NOW_SHARE = 0.4
-KEYWORD_ONLY_MIN = 0.5  # keyword-only recall (no model): half the best BM25 score of this query  # "Just Now" may take at most this share of the token budget, cards get the rest
+KEYWORD_MIN = 0.5  # a keyword match counts from half the best BM25 score of this query  # "Just Now" may take at most this share of the token budget, cards get the rest
 
 
 @dataclass
@@ -59,12 +59,13 @@ def is_command(prompt: str) -> bool:
 
 
 def unasked_ok(card: Card) -> bool:
-    """Whether a recalled card is close enough to show without being asked for (see INJECT_SIMILARITY);
-    with no vectors, only a strong keyword match is."""
+    """Whether a recalled card is close enough to show without being asked for (see INJECT_SIMILARITY)."""
     similarity = card.why.get("similarity")
+    keyword_match = card.why.get("keyword", 0.0) >= KEYWORD_MIN
     if similarity is None:
-        return card.why.get("keyword", 0.0) >= KEYWORD_ONLY_MIN
-    return similarity >= INJECT_SIMILARITY
+        return keyword_match
+    # a shared word is evidence of its own: then the vector only has to clear the model's floor
+    return similarity >= INJECT_SIMILARITY or (keyword_match and similarity >= SIMILARITY_FLOOR)
 
 
 def _line(card: Card) -> str:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import copy
 import json
+import threading
 from typing import Callable
 
 import httpx
@@ -133,13 +134,37 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
     return app
 
 
-def local_recall(service: MemoryService, settings: Settings) -> Recall:
-    """Recall in this process, from the memory service's own store and model."""
-    def recall(prompt: str) -> str | None:
-        req = InjectRequest(prompt, max_cards=settings.inject_max_cards, max_tokens=settings.inject_max_tokens)
-        return turn_block(service, req, just_now_mins=settings.just_now_mins).text or None
+class LocalRecall:
+    """Recall in this process, from the memory store and model. The store is opened on first use and
+    again after a failure, so a broken or missing database costs this turn its cards, not the chat."""
 
-    return recall
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._service: MemoryService | None = None
+        self._lock = threading.Lock()
+
+    def warm(self) -> str | None:
+        """Open the store and load the model now; the reason if that failed (the gateway runs anyway)."""
+        try:
+            self._open().warm()
+        except Exception as exc:  # noqa: BLE001
+            return str(exc)
+        return None
+
+    def _open(self) -> MemoryService:
+        with self._lock:
+            if self._service is None:
+                self._service = MemoryService(self.settings, use_vectors=self.settings.use_vectors)
+            return self._service
+
+    def __call__(self, prompt: str) -> str | None:
+        s = self.settings
+        req = InjectRequest(prompt, max_cards=s.inject_max_cards, max_tokens=s.inject_max_tokens)
+        return turn_block(self._open(), req, just_now_mins=s.just_now_mins).text or None
+
+    def close(self) -> None:
+        if self._service is not None:
+            self._service.close()
 
 
 def remote_recall(settings: Settings) -> Recall:

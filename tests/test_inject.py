@@ -1,0 +1,332 @@
+"""Dual-zone injection without Claude Code: the per-turn block and its budgets, the hooks as processes
+against a real `ombre serve`, the gateway in front of the recording fake Messages API, and install."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ombre.inject import hooks
+from ombre.inject.cards import HEADER, InjectRequest, SessionStartRequest, session_block, turn_block
+from ombre.inject.gateway import last_user_prompt, with_block
+from ombre.inject.install import apply, plan
+from ombre.memory.embed import E5Embedder
+from ombre.memory.hold import HoldRequest
+from ombre.memory.service import MemoryService
+from ombre.settings import Settings
+from ombre.tokens import estimate_text
+from ombre.window import history
+from tests.fake_anthropic import FakeAnthropic
+from tests.servers import OMBRE, Server, free_port, ombre_env
+
+NOW = dt.datetime(2026, 12, 3, 4, 0, tzinfo=dt.timezone.utc)  # 12:00 in Shanghai
+HOOK = [str(Path(sys.executable).parent / "ombre"), "hook"]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> E5Embedder:
+    return E5Embedder()
+
+
+@pytest.fixture
+def svc(tmp_path: Path, embedder: E5Embedder):
+    s = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), embedder=embedder)
+    yield s
+    s.close()
+
+
+def hold(svc: MemoryService, content: str, now: dt.datetime = NOW, **kw) -> str:
+    result = svc.hold(HoldRequest(content=content, **kw), now=now)
+    assert result.stored, result
+    return result.id
+
+
+# -- the block ----------------------------------------------------------------------------------------
+def test_the_block_keeps_its_card_and_token_budgets(svc):
+    for i in range(12):
+        hold(svc, f"她周末和朋友去爬山，第{i}次去的是西湖边的山，走了很久很久，" + "风景很好。" * 20,
+             importance=5 + i % 3)
+    block = turn_block(svc, InjectRequest("周末去爬山了吗", max_cards=5, max_tokens=1800), now=NOW)
+    assert block.text.startswith(HEADER) and 1 <= len(block.cards) <= 5
+    assert estimate_text(block.text) <= 1800
+    small = turn_block(svc, InjectRequest("周末去爬山了吗", max_cards=3, max_tokens=400), now=NOW)
+    assert len(small.cards) <= 3 and estimate_text(small.text) <= 400 and small.left_out
+
+
+def test_unconfirmed_marks_reminders_and_just_now_share_the_one_block(svc):
+    hold(svc, "她下周二要交论文初稿", type="承诺", quote="我下周二交初稿", event_date="2026-12-04")
+    hold(svc, "她喜欢喝桂花乌龙", type="偏好")
+    hold(svc, "话题：论文进度和喝茶；对方状态：有点累", type="会话交接", tags=["会话交接", "forge"],
+         now=NOW - dt.timedelta(minutes=30))
+    block = turn_block(svc, InjectRequest("想喝点什么"), now=NOW)
+    assert "【刚刚" in block.text and "论文进度" in block.text  # a window was swapped half an hour ago
+    assert "【提醒" in block.text and "明天 [承诺]" in block.text  # due tomorrow (Shanghai calendar)
+    assert "桂花乌龙" in block.text and "未确认" in block.text
+    later = turn_block(svc, InjectRequest("想喝点什么"), now=NOW + dt.timedelta(hours=5))
+    assert "【刚刚" not in later.text  # Just Now is only for a swap that just happened
+
+
+def test_nothing_is_injected_for_empty_commands_or_unrelated_prompts(svc):
+    hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
+    assert turn_block(svc, InjectRequest("   "), now=NOW).text == ""
+    assert turn_block(svc, InjectRequest("/compact"), now=NOW).text == ""
+    assert turn_block(svc, InjectRequest("晚安"), now=NOW).text == ""  # nothing close enough to show unasked
+    assert "花生" in turn_block(svc, InjectRequest("晚饭能吃花生酱吗"), now=NOW).text
+
+
+def test_session_start_block_is_the_handoff_within_its_budget(svc):
+    hold(svc, "话题：搬家；待办：周六看房。" + "细节很多。" * 400, type="会话交接", tags=["会话交接"])
+    hold(svc, "绝不在她难过时讲道理", type="规则", pinned=True, quote="我难过的时候别讲道理")
+    block = session_block(svc, SessionStartRequest(max_tokens=600), now=NOW)
+    assert "搬家" in block.text and estimate_text(block.text) <= 600
+
+
+# -- the hooks as processes ---------------------------------------------------------------------------
+def run_hook(event: str, stdin: str, env: dict[str, str], timeout: float = 30) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.monotonic()
+    proc = subprocess.run(HOOK + [event], input=stdin, env=env, capture_output=True, text=True, timeout=timeout)
+    return proc, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory):
+    home = tmp_path_factory.mktemp("served")
+    server = Server(home)
+    for body in ({"content": "她周四下午三点要去医院复诊", "type": "承诺", "quote": "我周四下午三点复诊"},
+                 {"content": "话题：复诊；待办：带病历本", "type": "会话交接", "tags": ["会话交接"]}):
+        assert httpx.post(server.url + "/v1/hold", json=body, timeout=30).json()["stored"]
+    yield home, ombre_env(home, OMBRE_URL=server.url)
+    server.stop()
+
+
+def test_hook_prints_cards_as_additional_context(served):
+    home, env = served
+    proc, _ = run_hook("user-prompt-submit", json.dumps({"session_id": "s", "prompt": "周四复诊要带什么"}), env)
+    assert proc.returncode == 0 and proc.stderr == ""
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "UserPromptSubmit" and "周四下午三点" in out["additionalContext"]
+
+
+@pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"prompt": ""}', '{"prompt": 42}',
+                                   '{"session_id": "s"}'])
+def test_bad_hook_input_prints_nothing_and_exits_0(served, stdin):
+    _, env = served
+    proc, _ = run_hook("user-prompt-submit", stdin, env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_a_huge_prompt_is_searched_by_its_end(served):
+    _, env = served
+    prompt = "今天的事情好多。" * 100_000 + "周四复诊要带什么"
+    proc, _ = run_hook("user-prompt-submit", json.dumps({"prompt": prompt}), env)
+    assert proc.returncode == 0 and "周四下午三点" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_service_down_or_hung_prints_nothing_within_the_budget(tmp_path):
+    down = ombre_env(tmp_path, OMBRE_URL=f"http://127.0.0.1:{free_port()}")
+    proc, _ = run_hook("user-prompt-submit", '{"prompt": "周四复诊"}', down)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    with socket.socket() as hung:  # accepts the connection and never answers
+        hung.bind(("127.0.0.1", 0))
+        hung.listen()
+        env = ombre_env(tmp_path, OMBRE_URL=f"http://127.0.0.1:{hung.getsockname()[1]}",
+                        OMBRE_INJECT_TIMEOUT_MS="800")
+        proc, took = run_hook("user-prompt-submit", '{"prompt": "周四复诊"}', env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "") and took < 3
+    log = [json.loads(x) for x in (tmp_path / "ombre" / "hooks.jsonl").read_text().splitlines()]
+    assert [e["outcome"] for e in log] == ["memory service unavailable"] * 2
+
+
+def test_an_answer_over_budget_is_not_passed_on():
+    assert hooks.within_budget({"text": "卡" * 10, "cards": ["a"]}, 5, 1800) == "卡" * 10
+    assert hooks.within_budget({"text": "卡", "cards": list("abcdef")}, 5, 1800) is None
+    assert hooks.within_budget({"text": "卡" * 3000, "cards": ["a"]}, 5, 1800) is None
+    assert hooks.within_budget({"text": 7, "cards": []}, 5, 1800) is None
+
+
+def test_session_start_hook_hands_over_only_after_a_swap(served):
+    home, env = served
+    history.append(home / "ombre" / "history.jsonl", {"at": dt.datetime.now(dt.timezone.utc).isoformat(),
+                                                      "mode": "forge", "old_sid": "old", "new_sid": "new",
+                                                      "ok": True})
+    swapped, _ = run_hook("session-start", json.dumps({"session_id": "new", "source": "resume"}), env)
+    text = json.loads(swapped.stdout)["hookSpecificOutput"]
+    assert text["hookEventName"] == "SessionStart" and "带病历本" in text["additionalContext"]
+    other, _ = run_hook("session-start", json.dumps({"session_id": "unrelated", "source": "resume"}), env)
+    cleared, _ = run_hook("session-start", json.dumps({"session_id": "new", "source": "clear"}), env)
+    assert other.stdout == "" and cleared.stdout == ""
+
+
+# -- the gateway --------------------------------------------------------------------------------------
+class Gateway:
+    def __init__(self, home: Path, upstream: str, **env: str) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}"
+        port = self.url.rsplit(":", 1)[1]
+        self.proc = subprocess.Popen(OMBRE + ["gateway", "--port", port, "--upstream", upstream],
+                                     env=ombre_env(home, **env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                httpx.get(self.url + "/v1/models", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(self.proc.stderr.read().decode()[-2000:])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def gateway(tmp_path: Path):
+    subprocess.run(OMBRE + ["hold", "她周四下午三点要去医院复诊", "--type", "承诺", "--quote", "我周四下午三点复诊"],
+                   env=ombre_env(tmp_path), check=True, capture_output=True)
+    with FakeAnthropic() as fake:
+        gw = Gateway(tmp_path, fake.url)
+        yield gw, fake
+        gw.stop()
+
+
+SYSTEM = [{"type": "text", "text": "你是她的陪伴者。", "cache_control": {"type": "ephemeral"}}]
+TOOLS = [{"name": "breath", "description": "召回记忆", "input_schema": {"type": "object", "properties": {}}}]
+
+
+def test_gateway_adds_the_block_to_the_last_user_message_only(gateway):
+    gw, fake = gateway
+    history_msgs = [{"role": "user", "content": "早上好"}, {"role": "assistant", "content": "早安呀"}]
+    turn1 = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": SYSTEM, "tools": TOOLS,
+             "messages": history_msgs + [{"role": "user", "content": "周四复诊要带什么？"}]}
+    r1 = httpx.post(gw.url + "/v1/messages", json=turn1, headers={"x-api-key": "k"}, timeout=60)
+    assert r1.status_code == 200 and r1.json()["content"][0]["text"] == "好的。"
+    turn2 = dict(turn1, stream=True, messages=turn1["messages"] + [
+        {"role": "assistant", "content": "带上病历本。"}, {"role": "user", "content": [{"type": "text", "text": "好的谢谢"}]}])
+    with httpx.stream("POST", gw.url + "/v1/messages", json=turn2, timeout=60) as r2:
+        events = [line for line in r2.iter_lines() if line.startswith("event:")]
+    assert events[0] == "event: message_start" and events[-1] == "event: message_stop"
+    sent = fake.messages_requests()
+    assert len(sent) == 2
+    for body, original in zip(sent, (turn1, turn2)):
+        # the cached prefix, byte for byte: system, tools and every earlier message as the client sent them
+        assert json.dumps(body["system"]) == json.dumps(SYSTEM) and json.dumps(body["tools"]) == json.dumps(TOOLS)
+        assert json.dumps(body["messages"][:-1]) == json.dumps(original["messages"][:-1])
+    assert HEADER in sent[0]["messages"][-1]["content"][0]["text"]
+    assert sent[0]["messages"][-1]["content"][1] == {"type": "text", "text": "周四复诊要带什么？"}
+    assert sent[1]["messages"][-1] == turn2["messages"][-1]  # "好的谢谢" recalls nothing: nothing added
+
+
+def test_gateway_passes_bad_or_unusual_requests_through_unchanged(gateway):
+    gw, fake = gateway
+    no_messages = {"model": "m", "max_tokens": 5, "system": SYSTEM}
+    assert httpx.post(gw.url + "/v1/messages", json=no_messages, timeout=30).status_code == 200
+    assert fake.requests[-1].body == no_messages
+    prefill = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "周四复诊要带什么"},
+                                                           {"role": "assistant", "content": "我想想"}]}
+    httpx.post(gw.url + "/v1/messages", json=prefill, timeout=30)
+    assert fake.requests[-1].body == prefill  # no user message last: nothing added, never into system
+    tool_loop = {"model": "m", "max_tokens": 5, "messages": prefill["messages"][:1] + [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "breath", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "周四复诊"}]}]}
+    httpx.post(gw.url + "/v1/messages", json=tool_loop, timeout=30)
+    assert fake.requests[-1].body == tool_loop  # a tool result is not the person speaking
+    bad = httpx.post(gw.url + "/v1/messages", content=b"{not json", timeout=30)
+    assert bad.status_code == 400 and bad.json()["error"]["message"] == "body is not JSON"  # upstream's own error
+    counted = httpx.post(gw.url + "/v1/messages/count_tokens", json=prefill, timeout=30)
+    assert counted.json() == {"input_tokens": 100} and fake.requests[-1].path == "/v1/messages/count_tokens"
+
+
+def test_gateway_with_the_memory_side_failing_still_answers(tmp_path):
+    (tmp_path / "ombre").mkdir()
+    (tmp_path / "ombre" / "ombre.db").write_bytes(b"this is not a database")
+    with FakeAnthropic() as fake:
+        gw = Gateway(tmp_path, fake.url)
+        try:
+            body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "周四复诊"}]}
+            r = httpx.post(gw.url + "/v1/messages", json=body, timeout=30)
+        finally:
+            gw.stop()
+    assert r.status_code == 200 and fake.requests[-1].body == body
+
+
+def test_with_block_and_last_user_prompt_are_pure():
+    body = {"system": "s", "messages": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t", "content": "x"},
+        {"type": "text", "text": "<system-reminder>ctx</system-reminder>"}, {"type": "text", "text": "你好"}]}]}
+    assert last_user_prompt(body) == "你好"
+    out = with_block(body, "BLOCK")
+    assert [b.get("text") for b in out["messages"][0]["content"]] == [None, "<system-reminder>ctx</system-reminder>",
+                                                                      "BLOCK", "你好"]
+    assert body["messages"][0]["content"][2] == {"type": "text", "text": "你好"}  # the input is not mutated
+    assert last_user_prompt({"messages": []}) == "" and last_user_prompt("x") == ""
+
+
+# -- install ------------------------------------------------------------------------------------------
+def _cc_home(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    return home, {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+
+def test_install_dry_run_writes_nothing_and_shows_the_changes(tmp_path):
+    home, env = _cc_home(tmp_path)
+    (home / ".claude" / "settings.json").write_text('{"model": "sonnet"}\n')
+    out = subprocess.run(OMBRE + ["install", "claude-code", "--dry-run"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and "UserPromptSubmit" in out.stdout and "ombre-memory-discipline.md" in out.stdout
+    assert (home / ".claude" / "settings.json").read_text() == '{"model": "sonnet"}\n'
+    assert sorted(p.name for p in (home / ".claude").iterdir()) == ["settings.json"]
+    assert not (home / ".claude.json").exists()
+
+
+def test_install_is_idempotent_backs_up_and_uninstall_restores(tmp_path):
+    home, env = _cc_home(tmp_path)
+    files = {home / ".claude" / "settings.json": '{"model": "sonnet", "hooks": {"Stop": [{"hooks": '
+                                                 '[{"type": "command", "command": "echo bye"}]}]}}\n',
+             home / ".claude.json": '{"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}\n',
+             home / ".claude" / "CLAUDE.md": "# 我的规则\n"}
+    for path, text in files.items():
+        path.write_text(text)
+    assert subprocess.run(OMBRE + ["install", "claude-code"], env=env, capture_output=True).returncode == 0
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    assert settings["hooks"]["Stop"][0]["hooks"][0]["command"] == "echo bye"
+    assert settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"].endswith("ombre hook user-prompt-submit")
+    assert json.loads((home / ".claude.json").read_text())["mcpServers"]["ombre"]["args"] == ["serve", "--stdio"]
+    assert (home / ".claude" / "CLAUDE.md").read_text().startswith("# 我的规则\n\n@")
+    assert len(list((home / ".claude").glob("settings.json.ombre-backup-*"))) == 1
+    again = subprocess.run(OMBRE + ["install", "claude-code"], env=env, capture_output=True, text=True)
+    assert "nothing to install" in again.stdout
+    assert len(json.loads((home / ".claude" / "settings.json").read_text())["hooks"]["UserPromptSubmit"]) == 1
+    assert subprocess.run(OMBRE + ["uninstall", "claude-code"], env=env, capture_output=True).returncode == 0
+    for path, text in files.items():
+        if path.suffix == ".json":
+            assert json.loads(path.read_text()) == json.loads(text)
+        else:
+            assert path.read_text() == text
+    assert not (home / ".claude" / "ombre-memory-discipline.md").exists()
+
+
+def test_install_refuses_a_broken_settings_file_and_changes_nothing(tmp_path):
+    home, env = _cc_home(tmp_path)
+    (home / ".claude" / "settings.json").write_text("{broken")
+    out = subprocess.run(OMBRE + ["install", "claude-code"], env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "not valid JSON" in out.stderr and "nothing was changed" in out.stderr
+    assert (home / ".claude" / "settings.json").read_text() == "{broken"
+    assert not (home / ".claude" / "CLAUDE.md").exists() and not (home / ".claude.json").exists()
+
+
+def test_install_plan_passes_the_ombre_home_to_the_hooks(tmp_path):
+    settings = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "my ombre")})
+    changes = plan(settings, install=True, env={"OMBRE_HOME": str(tmp_path / "my ombre")},
+                   exe=tmp_path / "bin" / "ombre")
+    hook_settings = json.loads(changes[0].after)
+    command = hook_settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert command.startswith("OMBRE_HOME='") and "my ombre" in command
+    apply(changes)
+    assert json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]["ombre"]["env"]["OMBRE_HOME"]
