@@ -330,3 +330,11 @@ def test_install_plan_passes_the_ombre_home_to_the_hooks(tmp_path):
     assert command.startswith("OMBRE_HOME='") and "my ombre" in command
     apply(changes)
     assert json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]["ombre"]["env"]["OMBRE_HOME"]
+
+
+def test_a_card_already_in_this_sessions_window_is_not_injected_again(svc):
+    hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
+    first = turn_block(svc, InjectRequest("晚饭能吃花生酱吗", session_id="s1"), now=NOW)
+    again = turn_block(svc, InjectRequest("花生酱真的不行吗", session_id="s1"), now=NOW)
+    swapped = turn_block(svc, InjectRequest("花生酱真的不行吗", session_id="s2-forged"), now=NOW)
+    assert "花生" in first.text and again.text == "" and "花生" in swapped.text

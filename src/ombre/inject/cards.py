@@ -7,6 +7,7 @@ and the session-start hook, so no adapter decides what a card is or how much fit
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import asdict, dataclass, field
 
 from ..memory.breath import BreathRequest, Card, to_card
@@ -136,14 +137,17 @@ def turn_block(service: MemoryService, req: InjectRequest, *, just_now_mins: int
         ("【今日纪念】", [(c, _line(c)) for c in ([result.anniversary] if result.anniversary else [])]),
         ("【相关记忆】", [(c, _line(c)) for c in result.pinned + result.cards if unasked_ok(c)]),
     ]
+    shown = _shown_in(service, req.session_id)
     for title, items in groups:
-        kept = [line for card, line in items if budget.take(card, line)]
+        # a card this session's window already holds (an earlier turn's block) is not paid for again
+        kept = [line for card, line in items if card.id not in shown and budget.take(card, line)]
         if kept and budget.tokens_left >= estimate_text(title):
             budget.tokens_left -= estimate_text(title)
             sections.append((title, kept))
     if not sections:
         return Block(left_out=budget.left_out, degraded=result.degraded)
     text = "\n\n".join([HEADER] + [title + "\n" + "\n".join(lines) for title, lines in sections] + [FOOTER])
+    _remember_shown(service, req.session_id, shown, budget.ids)
     return Block(text, budget.ids, estimate_text(text), [t for t, _ in sections], budget.left_out,
                  result.degraded)
 
@@ -158,6 +162,26 @@ def session_block(service: MemoryService, req: SessionStartRequest, *, now: dt.d
     text = SESSION_HEADER + "\n\n" + body
     shown = [c.id for c in result.pinned if c.content[:20] in body]
     return Block(text, shown, estimate_text(text), ["session-start"], degraded=result.degraded)
+
+
+SHOWN_PER_SESSION = 200
+
+
+def _shown_in(service: MemoryService, session_id: str | None) -> list[str]:
+    """Ids already injected into this session (a forged window has a new id, so its cards come back)."""
+    if not session_id:
+        return []
+    raw = service.store.meta(f"shown:{session_id}")
+    try:
+        ids = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+
+
+def _remember_shown(service: MemoryService, session_id: str | None, before: list[str], new: list[str]) -> None:
+    if session_id and new:
+        service.store.set_meta(f"shown:{session_id}", json.dumps((before + new)[-SHOWN_PER_SESSION:]))
 
 
 def _recent_handoff(service: MemoryService, now: dt.datetime, minutes: int) -> str | None:
