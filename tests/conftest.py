@@ -34,6 +34,25 @@ def claude_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def embedder():
+    """The bundled e5 model, loaded once for the whole run."""
+    from ombre.memory.embed import E5Embedder
+
+    return E5Embedder()
+
+
+@pytest.fixture
+def svc(tmp_path: Path, embedder):
+    """A memory service on a fresh SQLite file with the real model."""
+    from ombre.memory.service import MemoryService
+    from ombre.settings import Settings
+
+    s = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), embedder=embedder)
+    yield s
+    s.close()
+
+
 def install(src: Path, home: Path, project: str = "-work-companion", name: str | None = None) -> Path:
     """Copy a transcript into a Claude home's project folder (fixtures are read-only) and return the copy."""
     folder = home / "projects" / project

@@ -17,7 +17,6 @@ from ombre.inject import hooks
 from ombre.inject.cards import HEADER, InjectRequest, SessionStartRequest, session_block, turn_block
 from ombre.inject.gateway import last_user_prompt, with_block
 from ombre.inject.install import apply, plan
-from ombre.memory.embed import E5Embedder
 from ombre.memory.hold import HoldRequest
 from ombre.memory.service import MemoryService
 from ombre.settings import Settings
@@ -28,18 +27,6 @@ from tests.servers import OMBRE, Server, free_port, ombre_env
 
 NOW = dt.datetime(2026, 12, 3, 4, 0, tzinfo=dt.timezone.utc)  # 12:00 in Shanghai
 HOOK = [str(Path(sys.executable).parent / "ombre"), "hook"]
-
-
-@pytest.fixture(scope="module")
-def embedder() -> E5Embedder:
-    return E5Embedder()
-
-
-@pytest.fixture
-def svc(tmp_path: Path, embedder: E5Embedder):
-    s = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), embedder=embedder)
-    yield s
-    s.close()
 
 
 def hold(svc: MemoryService, content: str, now: dt.datetime = NOW, **kw) -> str:

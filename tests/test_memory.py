@@ -21,18 +21,6 @@ from ombre.settings import Settings
 NOW = dt.datetime(2026, 12, 3, 4, 0, tzinfo=dt.timezone.utc)  # 12:00 in Shanghai
 
 
-@pytest.fixture(scope="module")
-def embedder() -> E5Embedder:
-    return E5Embedder()
-
-
-@pytest.fixture
-def svc(tmp_path: Path, embedder: E5Embedder):
-    s = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), embedder=embedder)
-    yield s
-    s.close()
-
-
 def held(svc: MemoryService, content: str, now: dt.datetime = NOW, **kw):
     result = svc.hold(HoldRequest(content=content, **kw), now=now)
     assert result.stored, result
