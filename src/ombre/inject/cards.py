@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..memory.breath import BreathRequest, Card, to_card
 from ..memory.embed import INJECT_SIMILARITY, SIMILARITY_FLOOR
-from ..memory.model import HANDOFF_TYPE, SHANGHAI, now_utc
+from ..memory.model import HANDOFF_TYPE, SHANGHAI, iso, now_utc
 from ..memory.service import MemoryService
 from ..tokens import estimate_text
 
@@ -114,8 +114,9 @@ def turn_block(service: MemoryService, req: InjectRequest, *, just_now_mins: int
     prompt = (req.prompt or "").strip()
     if not prompt or is_command(prompt) or req.max_cards < 1 or req.max_tokens < 50:
         return Block()
+    # touched below for what is shown: a card the gate drops was not recalled for the person
     result = service.breath(BreathRequest(query=prompt[-QUERY_CHARS:], max_results=req.max_cards,
-                                          max_tokens=req.max_tokens), now=now)
+                                          max_tokens=req.max_tokens), now=now, touch=False)
     budget = _Budget(req.max_cards, req.max_tokens, HEADER + "\n" + FOOTER)
     sections: list[tuple[str, list[str]]] = []
 
@@ -148,6 +149,7 @@ def turn_block(service: MemoryService, req: InjectRequest, *, just_now_mins: int
         return Block(left_out=budget.left_out, degraded=result.degraded)
     text = "\n\n".join([HEADER] + [title + "\n" + "\n".join(lines) for title, lines in sections] + [FOOTER])
     _remember_shown(service, req.session_id, shown, budget.ids)
+    service.store.touch(budget.ids, iso(now))
     return Block(text, budget.ids, estimate_text(text), [t for t, _ in sections], budget.left_out,
                  result.degraded)
 

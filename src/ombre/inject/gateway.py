@@ -91,7 +91,6 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
         await http.aclose()
 
     app = FastAPI(title="Ombre gateway", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
-    app.state.injected = 0
 
     async def block_for(prompt: str) -> str | None:
         try:
@@ -123,7 +122,6 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
         block = await block_for(prompt) if prompt else None
         if not block:
             return await forward(request, "v1/messages", raw)
-        app.state.injected += 1
         data = json.dumps(with_block(body, block), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         return await forward(request, "v1/messages", data)
 
