@@ -115,33 +115,30 @@ def diet(settings: Settings, session: str | None, retain: int | None, squash: in
     _emit(as_json, result, lambda: format_result(result))
 
 
-@main.command()
-@session_argument
-@click.option("--retain", type=int, default=None, help="Keep the recent tail up to this many tokens "
-              "[default: AUTO_FORGE_RETAIN or 60000].")
-@click.option("--keep-days", default=None, help="Keep the turns of these Shanghai days: 2026-08-03,2026-08-04.")
-@click.option("--keep-from-idx", type=int, default=None)
-@click.option("--keep-from-uuid", default=None)
-@click.option("--keep-from-ts", default=None)
-@click.option("--keep-to-idx", type=int, default=None)
-@click.option("--keep-to-uuid", default=None)
-@click.option("--keep-to-ts", default=None, help="Range ends: one of idx/uuid/ts per end (see `ombre anchors`); "
-              "times without a zone are Asia/Shanghai; Unix seconds or ms also work.")
-@click.option("--squash", type=int, default=None, help="Also cap each tool payload at this many characters.")
-@click.option("--inject", "inject_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Put this handoff text in as the first (clearly marked) user event.")
-@click.option("--max-kept", type=int, default=None, help="Trim a larger kept set from its oldest end "
-              "[default: AUTO_FORGE_MAX_KEPT or 100000].")
-@dry_run_option
-@json_option
-@click.pass_obj
-@handles_errors
-def forge(settings: Settings, session: str | None, retain: int | None, keep_days: str | None,
-          keep_from_idx: int | None, keep_from_uuid: str | None, keep_from_ts: str | None,
-          keep_to_idx: int | None, keep_to_uuid: str | None, keep_to_ts: str | None, squash: int | None,
-          inject_file: Path | None, max_kept: int | None, dry_run: bool, as_json: bool) -> None:
-    """Cut to the recent raw tail (thinking kept) or a chosen range; write a new session id."""
-    from .window.forge import ForgeOptions, run
+def selection_options(fn: Callable) -> Callable:
+    """forge's selection options (seed §6), shared by `forge` and `tunnel`."""
+    options = [
+        click.option("--retain", type=int, default=None, help="Keep the recent tail up to this many tokens "
+                     "[default: AUTO_FORGE_RETAIN or 60000]."),
+        click.option("--keep-days", default=None, help="Keep the turns of these Shanghai days: 2026-08-03,2026-08-04."),
+        click.option("--keep-from-idx", type=int, default=None),
+        click.option("--keep-from-uuid", default=None),
+        click.option("--keep-from-ts", default=None),
+        click.option("--keep-to-idx", type=int, default=None),
+        click.option("--keep-to-uuid", default=None),
+        click.option("--keep-to-ts", default=None, help="Range ends: one of idx/uuid/ts per end (see `ombre "
+                     "anchors`); times without a zone are Asia/Shanghai; Unix seconds or ms also work."),
+        click.option("--max-kept", type=int, default=None, help="Trim a larger kept set from its oldest end "
+                     "[default: AUTO_FORGE_MAX_KEPT or 100000]."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _selector(settings: Settings, retain: int | None, keep_days: str | None, keep_from_idx: int | None,
+              keep_from_uuid: str | None, keep_from_ts: str | None, keep_to_idx: int | None,
+              keep_to_uuid: str | None, keep_to_ts: str | None, max_kept: int | None):
     from .window.select import Selector, parse_days
 
     keep_from = _end("from", keep_from_idx, keep_from_uuid, keep_from_ts)
@@ -153,19 +150,39 @@ def forge(settings: Settings, session: str | None, retain: int | None, keep_days
     if keep_days and (keep_from.given or keep_to.given):
         raise UsageError("--keep-days cannot be combined with --keep-from/--keep-to",
                          hint="choose days, or a range")
-    selector = Selector(
+    return Selector(
         retain=None if picking else (settings.forge_retain if retain is None else retain),
         keep_days=parse_days(keep_days) if keep_days else (), keep_from=keep_from, keep_to=keep_to,
         max_kept=settings.forge_max_kept if max_kept is None else max_kept)
-    inject_text = None
-    if inject_file is not None:
-        try:
-            inject_text = inject_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read the handoff file {inject_file}: {exc}",
-                             hint="give a UTF-8 text file") from None
-        if not inject_text.strip():
-            raise UsageError(f"the handoff file {inject_file} is empty", hint="write the handoff text first")
+
+
+def _read_text_file(path: Path, what: str) -> str:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the {what} {path}: {exc}", hint="give a UTF-8 text file") from None
+    if not text.strip():
+        raise UsageError(f"the {what} {path} is empty", hint="write the handoff text first")
+    return text
+
+
+@main.command()
+@session_argument
+@selection_options
+@click.option("--squash", type=int, default=None, help="Also cap each tool payload at this many characters.")
+@click.option("--inject", "inject_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Put this handoff text in as the first (clearly marked) user event.")
+@dry_run_option
+@json_option
+@click.pass_obj
+@handles_errors
+def forge(settings: Settings, session: str | None, squash: int | None, inject_file: Path | None, dry_run: bool,
+          as_json: bool, **selection) -> None:
+    """Cut to the recent raw tail (thinking kept) or a chosen range; write a new session id."""
+    from .window.forge import ForgeOptions, run
+
+    selector = _selector(settings, **selection)
+    inject_text = _read_text_file(inject_file, "handoff file") if inject_file is not None else None
     path = _session(settings, session)
     result = run(path, ForgeOptions(selector=selector, squash=squash, inject_text=inject_text,
                                     inject_source=str(inject_file) if inject_file else None, dry_run=dry_run,
@@ -617,6 +634,224 @@ def uninstall() -> None:
 def uninstall_claude_code(settings: Settings, dry_run: bool, as_json: bool) -> None:
     """Remove what `ombre install claude-code` added (each changed file is backed up first)."""
     _install(settings, False, dry_run, as_json)
+
+
+@main.group()
+def handoff() -> None:
+    """Handoff packs for a window swap (seed §4.4)."""
+
+
+@handoff.command("prepare")
+@session_argument
+@click.option("--days", default=None, help="Build it from these Shanghai days only: 2026-08-03,2026-08-04.")
+@json_option
+@click.pass_obj
+@handles_errors
+def handoff_prepare(settings: Settings, session: str | None, days: str | None, as_json: bool) -> None:
+    """Print the handoff pack (fixed fields, Chinese); edit it and pass it to `ombre tunnel --handoff-file`."""
+    from .tunnel.handoff import prepare
+    from .window.select import parse_days
+
+    pack = prepare(_session(settings, session), parse_days(days) if days else ())
+    _emit(as_json, pack, pack.render)
+
+
+def _bridge(settings: Settings):
+    from .tunnel.bridges import from_settings
+
+    return from_settings(settings)
+
+
+@main.command()
+@session_argument
+@click.option("--diet", "as_diet", is_flag=True, help="Diet instead of forge (squash, keep the dialogue).")
+@selection_options
+@click.option("--squash", type=int, default=None, help="Cap tool payloads [default: AUTO_FORGE_DIET_SQUASH].")
+@click.option("--handoff-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Use this (edited) handoff pack instead of preparing one.")
+@click.option("--handoff-days", default=None, help="Prepare the handoff from these Shanghai days.")
+@click.option("--no-hold", is_flag=True, help="Do not hold the handoff as a 会话交接 memory.")
+@click.option("--no-nudge", is_flag=True, help="Do not send the continuation nudge.")
+@dry_run_option
+@json_option
+@click.pass_obj
+@handles_errors
+def tunnel(settings: Settings, session: str | None, as_diet: bool, squash: int | None, handoff_file: Path | None,
+           handoff_days: str | None, no_hold: bool, no_nudge: bool, dry_run: bool, as_json: bool,
+           **selection) -> None:
+    """Swap windows: backup → handoff → hold → forge (or diet) → stop bridge → re-bind → start → nudge."""
+    from .tunnel.tunnel import TunnelOptions, memory_holder, run
+    from .window.select import parse_days
+
+    options = TunnelOptions(
+        mode="diet" if as_diet else "forge",
+        selector=None if as_diet else _selector(settings, **selection), squash=squash,
+        handoff_days=parse_days(handoff_days) if handoff_days else (),
+        handoff_text=_read_text_file(handoff_file, "handoff file") if handoff_file else None,
+        hold=not no_hold, nudge=not no_nudge, dry_run=dry_run)
+    bridge = _bridge(settings)
+    result = run(settings, _session(settings, session), options, bridge=bridge,
+                 holder=None if dry_run else memory_holder(settings),
+                 on_step=(lambda step: None) if as_json else (lambda step: click.echo(f"… {step}", err=True)))
+    _emit(as_json, result, lambda: format_tunnel(result))
+    if not result.ok:
+        sys.exit(6)
+
+
+def format_tunnel(r) -> str:
+    lines = [f"tunnel ({r.mode}{', dry run: nothing written or re-bound' if r.dry_run else ''})",
+             f"  session   {r.old_sid}", f"  bound     {r.bound_sid or '(no bridge, or unknown)'}"]
+    if r.backup:
+        lines.append(f"  backup    {r.backup}")
+    if r.forge:
+        f = r.forge
+        lines.append(f"  kept      {f['events_kept']}/{f['events_total']} events, ~{f['tokens_kept']:,} tokens, "
+                     f"{_pct(f['pct_before'])} → ~{_pct(f['pct_after'])}")
+    lines.append(f"  new sid   {r.new_sid}" + (" (preview)" if r.dry_run else ""))
+    lines.append(f"  hold      {r.hold}")
+    if r.handoff_preview:
+        lines.append("  handoff   " + r.handoff_preview.replace("\n", "\n            ")[:600])
+    lines += [f"  re-bind   {r.rebind}", f"  started   {'yes' if r.started else 'no'}", f"  nudge     {r.nudge}"]
+    lines += [f"  warning   {w}" for w in r.warnings]
+    return "\n".join(lines)
+
+
+@main.command()
+@click.argument("new_sid")
+@json_option
+@click.pass_obj
+@handles_errors
+def rebind(settings: Settings, new_sid: str, as_json: bool) -> None:
+    """Bind the bridge to a session a tunnel already wrote (after a failed re-bind), without cutting again."""
+    from .tunnel.tunnel import rebind as do_rebind
+
+    bridge = _bridge(settings)
+    if bridge is None:
+        raise UsageError("no bridge is configured", hint="set OMBRE_BRIDGE (cc-connect, command or file)")
+    result = do_rebind(settings, bridge, new_sid, settings.projects_dir)
+    _emit(as_json, result, lambda: format_tunnel(result))
+    if not result.ok:
+        sys.exit(6)
+
+
+@main.group()
+def bridge() -> None:
+    """The chat bridge that resumes the session (cc-connect, command, file)."""
+
+
+@bridge.command("status")
+@json_option
+@click.pass_obj
+@handles_errors
+def bridge_status(settings: Settings, as_json: bool) -> None:
+    """Compare the bound session id with the newest one a diet/forge/tunnel wrote."""
+    from .tunnel.keeper import newest_written
+
+    b = _bridge(settings)
+    bound = b.bound_sid() if b is not None else None
+    newest = newest_written(settings)
+    report = {"bridge": b.name if b else "none", "bound_sid": bound, "newest_sid": newest,
+              "differ": bool(bound and newest and bound != newest)}
+
+    def human() -> str:
+        lines = [f"bridge   {report['bridge']}", f"bound    {bound or '?'}", f"newest   {newest or '(none written)'}"]
+        if report["differ"]:
+            lines.append(f"differ   yes: the bridge still resumes an older session (ombre rebind {newest})")
+        return "\n".join(lines)
+
+    _emit(as_json, report, human)
+
+
+@main.group()
+def keeper() -> None:
+    """The sidecar that runs diet and forge by itself (seed §10)."""
+
+
+def _keeper_session(settings: Settings, bridge, session: str | None) -> Path:
+    """The session to watch this tick: the bridge's bound one, else the newest in the given project."""
+    from .transcript.sessions import find_session
+
+    if bridge is not None:
+        bound = bridge.bound_sid()
+        if bound:
+            return find_session(bound, settings.projects_dir)
+    start = find_session(session, settings.projects_dir)
+    return find_session(str(start.parent), settings.projects_dir)  # a forged successor is newer
+
+
+@keeper.command("run")
+@session_argument
+@click.option("--once", is_flag=True, help="One pass of the state machine, then exit.")
+@click.option("--interval", type=int, default=30, show_default=True, help="Seconds between passes.")
+@click.pass_obj
+@handles_errors
+def keeper_run(settings: Settings, session: str | None, once: bool, interval: int) -> None:
+    """Watch the session; diet at AUTO_FORGE_DIET_PCT, forge at AUTO_FORGE_PCT, when idle, within cooldowns."""
+    import time
+
+    from .tunnel.keeper import Keeper
+    from .tunnel.tunnel import memory_holder
+
+    b = _bridge(settings)
+    k = Keeper(settings, b, memory_holder(settings))
+    while True:
+        try:
+            entry = k.tick(_keeper_session(settings, b, session))
+        except OmbreError as exc:
+            entry = {"decision": "skip", "reason": exc.message}
+        click.echo(json.dumps(entry, ensure_ascii=False))
+        if once:
+            return
+        time.sleep(interval)
+
+
+@keeper.command("status")
+@session_argument
+@json_option
+@click.pass_obj
+@handles_errors
+def keeper_status(settings: Settings, session: str | None, as_json: bool) -> None:
+    """Used %, last diet and forge, cooldowns left, today's count, bound vs newest sid, last 20 outcomes."""
+    from .tunnel.keeper import status
+
+    b = _bridge(settings)
+    try:
+        path = _keeper_session(settings, b, session)
+    except OmbreError:
+        path = None
+    report = status(settings, path, b)
+
+    def human() -> str:
+        r = report["reading"] or {}
+        lines = [f"auto      {'on' if report['auto_forge'] else 'off (AUTO_FORGE=0)'}",
+                 f"session   {r.get('session', '?')}  used {_pct(r.get('used_pct'))}",
+                 f"diet      last {report['last_diet'] or 'never'}, cooldown {report['diet_cooldown_left_min']} min left",
+                 f"forge     last {report['last_forge'] or 'never'}, cooldown {report['forge_cooldown_left_min']} min left",
+                 f"today     {report['today']}/{report['max_per_day']} runs",
+                 f"breaker   {'OPEN (ombre keeper reset)' if report['breaker'] else 'closed'}, "
+                 f"{report['failures_in_a_row']} failure(s) in a row",
+                 f"bound     {report['bound_sid'] or '?'}  newest written {report['newest_sid'] or '?'}"
+                 + ("" if report["bound_is_newest"] else "  ← DIFFER")]
+        lines += [f"  {o.get('at', '')}  {o.get('decision', '?'):<7} {o.get('mode', '')} "
+                  f"{o.get('reason') or o.get('error') or o.get('new_sid') or ''}" for o in report["last_outcomes"]]
+        return "\n".join(lines)
+
+    _emit(as_json, report, human)
+
+
+@keeper.command("reset")
+@click.pass_obj
+@handles_errors
+def keeper_reset(settings: Settings) -> None:
+    """Close the breaker after fixing what made the automatic runs fail."""
+    import datetime as dt
+
+    from .tunnel.keeper import KeeperState
+
+    state = KeeperState.load(settings.keeper_state, dt.datetime.now(dt.timezone.utc))
+    state.failures, state.breaker = 0, False
+    state.save(settings.keeper_state)
+    click.echo("breaker closed; automatic runs resume on the next pass")
 
 
 if __name__ == "__main__":

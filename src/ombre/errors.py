@@ -68,3 +68,9 @@ class MemoryInputError(UsageError):
 
 class StoreError(OmbreError):
     """The memory database could not be read or written."""
+
+
+class BridgeError(OmbreError):
+    """A bridge that could not be read, stopped, re-bound or started."""
+
+    exit_code = 6

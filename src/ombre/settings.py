@@ -66,6 +66,19 @@ class Settings:
     session_start_max_tokens: int = 1_500
     just_now_mins: int = 120
     upstream: str = "https://api.anthropic.com"
+    # the bridge that must be re-pointed after a swap (tunnel/bridges.py)
+    bridge: str = "none"
+    bridge_file: Path | None = None
+    bridge_stop: str | None = None
+    bridge_start: str | None = None
+    bridge_bind: str | None = None
+    bridge_status: str | None = None
+    bridge_key: str | None = None
+    bridge_nudge: str | None = None
+    # the keeper (seed §10): a band below each threshold that must be crossed before it fires again, and a
+    # breaker that stops automatic runs after this many failures in a row
+    hysteresis_pct: int = 3
+    max_failures: int = 3
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -106,6 +119,16 @@ class Settings:
             session_start_max_tokens=_int(env, "OMBRE_SESSION_START_MAX_TOKENS", 1_500),
             just_now_mins=_int(env, "OMBRE_JUST_NOW_MINS", 120),
             upstream=(env.get("OMBRE_UPSTREAM") or "https://api.anthropic.com").rstrip("/"),
+            bridge=(env.get("OMBRE_BRIDGE") or "none").strip().lower(),
+            bridge_file=Path(env["OMBRE_BRIDGE_FILE"]).expanduser() if env.get("OMBRE_BRIDGE_FILE") else None,
+            bridge_stop=env.get("OMBRE_BRIDGE_STOP") or None,
+            bridge_start=env.get("OMBRE_BRIDGE_START") or None,
+            bridge_bind=env.get("OMBRE_BRIDGE_BIND") or None,
+            bridge_status=env.get("OMBRE_BRIDGE_STATUS") or None,
+            bridge_key=env.get("OMBRE_BRIDGE_KEY") or None,
+            bridge_nudge=env.get("OMBRE_BRIDGE_NUDGE") or None,
+            hysteresis_pct=_int(env, "AUTO_FORGE_HYSTERESIS_PCT", 3),
+            max_failures=_int(env, "AUTO_FORGE_MAX_FAILURES", 3),
         )
 
     @property
@@ -120,6 +143,21 @@ class Settings:
     def history_log(self) -> Path:
         return self.ombre_home / "history.jsonl"
 
+    @property
+    def keeper_state(self) -> Path:
+        return self.ombre_home / "keeper-state.json"
+
+    @property
+    def metrics_log(self) -> Path:
+        return self.ombre_home / "metrics.jsonl"
+
+    @property
+    def backups_dir(self) -> Path:
+        return self.ombre_home / "backups"
+
     def as_dict(self) -> dict:
-        return {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else
-                         list(v) if isinstance(v, tuple) else v) for f in fields(self)}
+        out = {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else
+                        list(v) if isinstance(v, tuple) else v) for f in fields(self)}
+        if out["token"]:
+            out["token"] = "***"  # config output gets pasted into issues
+        return out

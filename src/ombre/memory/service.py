@@ -41,6 +41,7 @@ class MemoryService:
         if self.embedder is not None:
             try:
                 self.embedder.query("预热")
+                enrich_pending(self.store, self.embedder)  # memories written while the model was away
             except Exception as exc:  # noqa: BLE001 — a broken model degrades recall, it does not stop serving
                 self.embedder_error = f"embedding model unavailable: {exc}"
         self.store.vectors()

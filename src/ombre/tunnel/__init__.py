@@ -1,0 +1,1 @@
+"""Window swapping end to end: the handoff pack, bridges, the tunnel and the keeper."""

@@ -1,0 +1,203 @@
+"""Bridges: what points a chat at a Claude Code session id, and how to re-point it (seed §3, §4; DESIGN §3).
+
+Three adapters behind one small interface:
+- cc-connect: its session file (`~/.cc-connect/sessions/<project>[_<hash>].json`). cc-connect rewrites that
+  file on its own saves, so it is stopped, edited atomically (the old id appended to
+  `past_agent_session_ids`), and started again. It silently starts FRESH if `<sid>.jsonl` is missing from
+  the project folder, so binding refuses an id whose file is not there.
+- command: the person's own stop / bind / start (and optional status) commands.
+- file: a plain file holding the bound id, for other bridges and scripts.
+Set `reset_on_idle_mins = 0` in cc-connect's config: its default (30) starts a fresh session after half an
+hour of quiet, which no re-binding can undo.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import BridgeError, UsageError
+from ..files import replace_atomic
+from ..settings import Settings
+
+COMMAND_TIMEOUT_S = 60
+
+
+class Bridge(Protocol):
+    name: str
+
+    def bound_sid(self) -> str | None: ...
+
+    def stop(self) -> None: ...
+
+    def bind(self, sid: str, project_dir: Path) -> None: ...
+
+    def start(self) -> None: ...
+
+
+def check_target(sid: str, project_dir: Path) -> Path:
+    """The session file a binding would point at; refuse one that is not there (a bridge would start fresh)."""
+    path = project_dir / f"{sid}.jsonl"
+    if not project_dir.is_dir():
+        raise BridgeError(f"the project folder {project_dir} does not exist", hint="check the session and "
+                          "CLAUDE_CONFIG_DIR; nothing was re-bound")
+    if not path.is_file() or path.stat().st_size == 0:
+        raise BridgeError(f"no session file {path.name} in {project_dir}: binding to it would start a fresh "
+                          "session", hint="forge or diet first, or give the id of a session that exists")
+    return path
+
+
+def run_command(command: str | None, what: str, **fmt: str) -> str:
+    if not command:
+        return ""
+    line = command.format(**{k: shlex.quote(v) for k, v in fmt.items()}) if fmt else command
+    try:
+        proc = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise BridgeError(f"the bridge {what} command did not finish in {COMMAND_TIMEOUT_S} s: {line}") from None
+    if proc.returncode != 0:
+        raise BridgeError(f"the bridge {what} command failed ({proc.returncode}): {line}",
+                          hint=(proc.stderr or proc.stdout).strip()[-300:])
+    return proc.stdout
+
+
+@dataclass
+class CcConnectBridge:
+    session_file: Path
+    stop_command: str | None = None
+    start_command: str | None = None
+    key: str | None = None  # "<platform>:<chat>:<user>" of the conversation to re-point; default: the latest
+    name: str = "cc-connect"
+
+    def _load(self) -> dict:
+        try:
+            data = json.loads(self.session_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise BridgeError(f"no cc-connect session file at {self.session_file}",
+                              hint="set OMBRE_BRIDGE_FILE to ~/.cc-connect/sessions/<project>.json") from None
+        except (OSError, ValueError) as exc:
+            raise BridgeError(f"the cc-connect session file {self.session_file} cannot be read: {exc}",
+                              hint="it is left as it is; fix or restore it (cc-connect keeps no backup)") from None
+        if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
+            raise BridgeError(f"{self.session_file} does not look like a cc-connect session file (no sessions)",
+                              hint="check OMBRE_BRIDGE_FILE; nothing was changed")
+        return data
+
+    def _active(self, data: dict) -> dict:
+        active = data.get("active_session") or {}
+        if self.key:
+            chosen = active.get(self.key)
+            if chosen is None:
+                raise BridgeError(f"cc-connect has no active session for {self.key}",
+                                  hint=f"known: {', '.join(active) or 'none'}")
+        else:
+            ids = [i for i in active.values() if i in data["sessions"]]
+            if not ids:
+                raise BridgeError("cc-connect has no active session yet", hint="send the bot one message first")
+            chosen = max(ids, key=lambda i: str(data["sessions"][i].get("updated_at", "")))
+        session = data["sessions"].get(chosen)
+        if not isinstance(session, dict):
+            raise BridgeError(f"cc-connect's active session {chosen} is missing from its sessions")
+        return session
+
+    def bound_sid(self) -> str | None:
+        return self._active(self._load()).get("agent_session_id") or None
+
+    def stop(self) -> None:
+        run_command(self.stop_command, "stop")
+
+    def start(self) -> None:
+        run_command(self.start_command, "start")
+
+    def bind(self, sid: str, project_dir: Path) -> None:
+        check_target(sid, project_dir)
+        data = self._load()
+        session = self._active(data)
+        old = session.get("agent_session_id")
+        if old == sid:
+            return
+        past = list(session.get("past_agent_session_ids") or [])
+        if old and old not in past:
+            past.append(old)
+        session["agent_session_id"] = sid
+        session["past_agent_session_ids"] = past
+        session["updated_at"] = dt.datetime.now(dt.timezone.utc).astimezone().isoformat()
+        replace_atomic(self.session_file, json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8"))
+
+
+@dataclass
+class CommandBridge:
+    bind_command: str  # "{sid}" and "{path}" are filled in, shell-quoted
+    stop_command: str | None = None
+    start_command: str | None = None
+    status_command: str | None = None  # prints the bound id
+    name: str = "command"
+
+    def bound_sid(self) -> str | None:
+        if not self.status_command:
+            return None
+        return run_command(self.status_command, "status").strip() or None
+
+    def stop(self) -> None:
+        run_command(self.stop_command, "stop")
+
+    def start(self) -> None:
+        run_command(self.start_command, "start")
+
+    def bind(self, sid: str, project_dir: Path) -> None:
+        path = check_target(sid, project_dir)
+        run_command(self.bind_command, "bind", sid=sid, path=str(path))
+
+
+@dataclass
+class FileBridge:
+    path: Path
+    stop_command: str | None = None
+    start_command: str | None = None
+    name: str = "file"
+
+    def bound_sid(self) -> str | None:
+        try:
+            return self.path.read_text(encoding="utf-8").strip() or None
+        except FileNotFoundError:
+            return None
+
+    def stop(self) -> None:
+        run_command(self.stop_command, "stop")
+
+    def start(self) -> None:
+        run_command(self.start_command, "start")
+
+    def bind(self, sid: str, project_dir: Path) -> None:
+        check_target(sid, project_dir)
+        replace_atomic(self.path, (sid + "\n").encode("utf-8"))
+
+
+def from_settings(settings: Settings) -> Bridge | None:
+    """The bridge OMBRE_BRIDGE names (cc-connect | command | file), or None when there is none to re-point."""
+    kind = settings.bridge
+    if kind in ("", "none"):
+        return None
+    if kind == "cc-connect":
+        if not settings.bridge_file:
+            raise UsageError("OMBRE_BRIDGE=cc-connect needs OMBRE_BRIDGE_FILE (its sessions/<project>.json)")
+        if not (settings.bridge_stop and settings.bridge_start):
+            raise UsageError("OMBRE_BRIDGE=cc-connect needs OMBRE_BRIDGE_STOP and OMBRE_BRIDGE_START",
+                             hint="cc-connect overwrites its session file while it runs, so it must be stopped "
+                                  "for the edit (e.g. systemctl --user stop cc-connect)")
+        return CcConnectBridge(settings.bridge_file, settings.bridge_stop, settings.bridge_start,
+                               settings.bridge_key)
+    if kind == "command":
+        if not settings.bridge_bind:
+            raise UsageError("OMBRE_BRIDGE=command needs OMBRE_BRIDGE_BIND (a command with {sid} in it)")
+        return CommandBridge(settings.bridge_bind, settings.bridge_stop, settings.bridge_start,
+                             settings.bridge_status)
+    if kind == "file":
+        if not settings.bridge_file:
+            raise UsageError("OMBRE_BRIDGE=file needs OMBRE_BRIDGE_FILE (the file that holds the session id)")
+        return FileBridge(settings.bridge_file, settings.bridge_stop, settings.bridge_start)
+    raise UsageError(f"OMBRE_BRIDGE={kind!r} is not a bridge ombre knows", hint="use cc-connect, command, file or none")

@@ -1,0 +1,150 @@
+"""The handoff pack (seed §4.4): a war-room whiteboard for the next window, built from the transcript
+without a model, with fixed fields so two packs can be diffed and a person can edit one before use.
+
+Only what was said is written down: the person's state and red lines are their own quoted sentences;
+when nothing matches, the field says 未知 rather than guessing.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..memory.model import SHANGHAI
+from ..memory.segment import words
+from ..transcript.chain import Entry, scan
+
+HEADER = "【会话交接 · ombre handoff】"
+RECENT_TURNS = 40  # person turns looked at; older context lives out of window, in memory
+_SENTENCE = re.compile(r"[^。！？!?\n；;]+[。！？!?；;]?")
+# Words that make a sentence about the person's state, a promise or to-do, or a red line (seed §4.4, §7.3).
+STATE = re.compile(r"累|困|难过|伤心|开心|高兴|生病|发烧|感冒|头疼|头痛|胃疼|焦虑|烦|失眠|压力|委屈|想你|孤单|"
+                   r"害怕|紧张|哭|饿|疼|不舒服|心情")
+PROMISE = re.compile(r"答应|约好|约定|说好|记得|提醒|别忘|下次|明天|后天|周[一二三四五六日天]|星期|待会|等会|"
+                     r"要去|打算|计划|一定会|保证|承诺")
+RED_LINE = re.compile(r"不要|别再|千万别|绝不|讨厌|不喜欢|不许|过敏|受不了|底线|不能")
+# Too common to say what a conversation is about.
+COMMON = set("我们 你们 他们 她们 自己 今天 明天 昨天 现在 就是 什么 怎么 这个 那个 还是 一下 没有 可以 因为 所以 "
+             "然后 但是 觉得 知道 真的 一个 一点 有点 时候 已经 不是 这样 那样 而且 如果 的话 好的 嗯嗯 哈哈 "
+             "谢谢 晚安 早安 还有 一起 应该 需要 其实 可能".split())
+
+
+@dataclass
+class Said:
+    who: str  # 对方 | 我
+    text: str
+    when: str  # Shanghai MM-DD HH:MM
+
+
+@dataclass
+class HandoffPack:
+    source_session: str
+    generated: str
+    topic: str = "未知"
+    state: list[Said] = field(default_factory=list)
+    open_items: list[Said] = field(default_factory=list)
+    red_lines: list[Said] = field(default_factory=list)
+    keywords: list[str] = field(default_factory=list)
+    quotes: list[Said] = field(default_factory=list)
+    days: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def render(self) -> str:
+        def items(rows: list[Said], none: str = "（无）") -> list[str]:
+            return [f"- {r.who}（{r.when}）：「{r.text}」" for r in rows] or [none]
+
+        lines = [HEADER, f"来源会话：{self.source_session}　生成于：{self.generated}（上海时间）"]
+        if self.days:
+            lines.append(f"取自：{'、'.join(self.days)}")
+        lines += ["", f"当前话题：{self.topic}", "", "对方此刻的状态（只写原话）："]
+        lines += items(self.state, "未知（没有原话，不要猜）")
+        lines += ["", "未完成的约定与待办："] + items(self.open_items)
+        lines += ["", "红线（对方说过的不要 / 不能）："] + items(self.red_lines)
+        lines += ["", f"回忆关键词：{'、'.join(self.keywords) if self.keywords else '（无）'}"]
+        lines += ["", "最近原话："] + items(self.quotes)
+        lines += ["", "接着上面的话题自然往下聊；需要更早的事用 breath 查。不要向对方宣布换了窗口。"]
+        return "\n".join(lines)
+
+
+def _text(obj: dict) -> str:
+    content = (obj.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _when(e: Entry) -> str:
+    moment = e.when
+    return moment.astimezone(SHANGHAI).strftime("%m-%d %H:%M") if moment else "?"
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) >= 2]
+
+
+def _clip(text: str, n: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= n else flat[: n - 1] + "…"
+
+
+def prepare(path: Path, days: tuple[dt.date, ...] = (), now: dt.datetime | None = None) -> HandoffPack:
+    """The pack for the session at `path`, from its last person turns (or those of `days`, Shanghai)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    with scan(Path(path)) as t:
+        said: list[Said] = []
+        for e in t.events:
+            if days and (e.when is None or e.when.astimezone(SHANGHAI).date() not in days):
+                continue
+            if e.real_user:
+                who = "对方"
+            elif e.type == "assistant":
+                who = "我"
+            else:
+                continue
+            text = _text(t.load(e)).strip()
+            if text:
+                said.append(Said(who, text, _when(e)))
+        sid = t.session_id
+    person_turns = [i for i, s in enumerate(said) if s.who == "对方"]
+    if len(person_turns) > RECENT_TURNS:
+        said = said[person_turns[-RECENT_TURNS]:]
+    pack = HandoffPack(sid, now.astimezone(SHANGHAI).strftime("%Y-%m-%d %H:%M"),
+                       days=[d.isoformat() for d in days])
+    person = [s for s in said if s.who == "对方"]
+    if not person:
+        return pack
+    pack.keywords = _keywords(person[-10:])
+    last = _clip(person[-1].text, 40)
+    pack.topic = (f"{'、'.join(pack.keywords[:2])}（对方最后说：「{last}」）" if pack.keywords
+                  else f"对方最后说：「{last}」")
+    pack.state = _matching(person[-10:], STATE, 3)
+    pack.open_items = _matching(said, PROMISE, 5)
+    pack.red_lines = _matching(person, RED_LINE, 3)
+    pack.quotes = [Said(s.who, _clip(s.text, 60), s.when) for s in person[-3:]]
+    return pack
+
+
+def _matching(rows: list[Said], pattern: re.Pattern, limit: int) -> list[Said]:
+    """The latest sentences matching `pattern`, newest last, each quoted verbatim."""
+    found: list[Said] = []
+    seen: set[str] = set()
+    for row in reversed(rows):
+        for sentence in reversed(_sentences(row.text)):
+            if pattern.search(sentence) and sentence not in seen and len(sentence) <= 80:
+                seen.add(sentence)
+                found.append(Said(row.who, sentence, row.when))
+                if len(found) == limit:
+                    return found[::-1]
+    return found[::-1]
+
+
+def _keywords(rows: list[Said]) -> list[str]:
+    counts = Counter(w for r in rows for w in words(r.text)
+                     if len(w) >= 2 and w not in COMMON and not w.isdigit() and not (w.isascii() and len(w) < 3))
+    return [w for w, _ in counts.most_common(3)]

@@ -1,0 +1,226 @@
+"""The keeper (seed §10): a sidecar that runs diet and forge by itself, as an explicit state machine.
+
+    read usage and idle time
+      ├─ off, breaker open, below the diet threshold, not idle, or the daily cap reached → skip
+      ├─ ≥ forge % (re-armed, past the forge cooldown) → (distill) → hold handoff → forge → re-bind → nudge
+      └─ ≥ diet % (re-armed, past the diet cooldown) → diet → re-bind
+
+A threshold fires once and re-arms only when usage has fallen below it by the hysteresis band, so
+usage jittering around a line cannot fire twice. State (cooldowns, today's count, failures) is written
+atomically before and after each run, so a restart or a crash never forgets a cooldown; a state file
+that cannot be read counts as "just ran" (cooldowns start now). After `max_failures` failures in a row
+the breaker opens and automatic runs stop until `ombre keeper reset`. Every decision is one line of
+metrics.jsonl: skip / trigger / ok / fail with the used %, mode, hold result and error.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Callable
+
+from ..errors import OmbreError
+from ..files import replace_atomic
+from ..memory.model import SHANGHAI
+from ..settings import Settings
+from ..transcript.usage import read_usage
+from ..window import history
+from .bridges import Bridge
+from .tunnel import Holder, TunnelOptions, TunnelResult, run as run_tunnel
+
+
+@dataclass
+class KeeperState:
+    last_diet: str | None = None  # ISO times of the last attempt (a failed attempt also starts the cooldown)
+    last_forge: str | None = None
+    day: str = ""  # the Shanghai day runs_today counts
+    runs_today: int = 0
+    failures: int = 0  # in a row
+    breaker: bool = False
+    armed_diet: bool = True
+    armed_forge: bool = True
+    note: str = ""
+
+    @classmethod
+    def load(cls, path: Path, now: dt.datetime) -> "KeeperState":
+        if not path.exists():
+            return cls()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            known = {f.name for f in fields(cls)}
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except (OSError, ValueError, TypeError):
+            # Unreadable (say, truncated by a crash on a file system without atomic rename): assume a run just
+            # happened, so nothing fires before the cooldowns pass, rather than firing at once.
+            stamp = now.isoformat(timespec="seconds")
+            path.replace(path.with_name(path.name + ".unreadable"))
+            return cls(last_diet=stamp, last_forge=stamp, note="state file was unreadable: cooldowns restarted")
+
+    def save(self, path: Path) -> None:
+        replace_atomic(path, json.dumps(asdict(self), ensure_ascii=False, indent=2).encode("utf-8"))
+
+
+@dataclass
+class Reading:
+    session: str
+    path: str
+    used_pct: float | None
+    idle_s: float
+
+
+@dataclass
+class Decision:
+    action: str  # skip | diet | forge
+    reason: str
+
+
+def _since(stamp: str | None, now: dt.datetime) -> float:
+    if not stamp:
+        return float("inf")
+    try:
+        return (now - dt.datetime.fromisoformat(stamp)).total_seconds()
+    except ValueError:
+        return 0.0
+
+
+def decide(state: KeeperState, reading: Reading, s: Settings, now: dt.datetime) -> Decision:
+    """What to do now; re-arms thresholds in `state` (the only change it makes)."""
+    pct = reading.used_pct
+    if pct is not None:
+        if pct < s.diet_pct - s.hysteresis_pct:
+            state.armed_diet = True
+        if pct < s.forge_pct - s.hysteresis_pct:
+            state.armed_forge = True
+    if not s.auto_forge:
+        return Decision("skip", "AUTO_FORGE=0")
+    if state.breaker:
+        return Decision("skip", f"breaker open after {state.failures} failures in a row (ombre keeper reset)")
+    if pct is None:
+        return Decision("skip", "no usage recorded yet")
+    if pct < s.diet_pct:
+        return Decision("skip", f"below the diet threshold ({pct:.1f}% < {s.diet_pct}%)")
+    if reading.idle_s < s.idle_secs:
+        return Decision("skip", f"not idle ({reading.idle_s:.0f}s < {s.idle_secs}s)")
+    if state.runs_today >= s.max_per_day:
+        return Decision("skip", f"daily cap reached ({state.runs_today}/{s.max_per_day})")
+    forge_wait = s.forge_cooldown_mins * 60 - _since(state.last_forge, now)
+    diet_wait = s.diet_cooldown_mins * 60 - _since(state.last_diet, now)
+    if pct >= s.forge_pct and state.armed_forge and forge_wait <= 0:
+        return Decision("forge", f"{pct:.1f}% ≥ {s.forge_pct}%")
+    if state.armed_diet and diet_wait <= 0:
+        return Decision("diet", f"{pct:.1f}% ≥ {s.diet_pct}%")
+    if pct >= s.forge_pct and forge_wait > 0:
+        return Decision("skip", f"forge cooldown: {forge_wait / 60:.0f} min left")
+    if diet_wait > 0:
+        return Decision("skip", f"diet cooldown: {diet_wait / 60:.0f} min left")
+    return Decision("skip", "already ran at this level; waits for usage to drop below the hysteresis band")
+
+
+def read(path: Path, s: Settings, now: dt.datetime) -> Reading:
+    report = read_usage(path, s.context_window)
+    idle = now.timestamp() - path.stat().st_mtime
+    return Reading(report.session, str(path), report.used_pct, idle)
+
+
+def metric(s: Settings, entry: dict) -> dict:
+    entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **entry}
+    history.append(s.metrics_log, entry)
+    return entry
+
+
+@dataclass
+class Keeper:
+    settings: Settings
+    bridge: Bridge | None
+    holder: Holder | None
+    before_forge: Callable[[Path], None] | None = None  # the distillation hook point (seed §10)
+    tunnel: Callable[..., TunnelResult] = run_tunnel
+    outcomes: list[dict] = field(default_factory=list)
+
+    def tick(self, path: Path, now: dt.datetime | None = None) -> dict:
+        """One pass of the state machine for the session at `path`; returns the last metrics line."""
+        s = self.settings
+        now = now or dt.datetime.now(dt.timezone.utc)
+        state = KeeperState.load(s.keeper_state, now)
+        today = now.astimezone(SHANGHAI).date().isoformat()
+        if state.day != today:
+            state.day, state.runs_today = today, 0
+        try:
+            reading = read(path, s, now)
+        except (OmbreError, OSError) as exc:
+            state.save(s.keeper_state)
+            return metric(s, {"decision": "skip", "reason": f"cannot read the session: {exc}", "session": path.stem})
+        decision = decide(state, reading, s, now)
+        base = {"session": reading.session, "used_pct": reading.used_pct}
+        if decision.action == "skip":
+            state.save(s.keeper_state)
+            return metric(s, {**base, "decision": "skip", "reason": decision.reason})
+        # Written before the run: a crash inside it must not forget that a run started.
+        setattr(state, f"last_{decision.action}", now.isoformat(timespec="seconds"))
+        setattr(state, f"armed_{decision.action}", False)
+        state.runs_today += 1
+        state.save(s.keeper_state)
+        metric(s, {**base, "decision": "trigger", "mode": decision.action, "reason": decision.reason})
+        try:
+            if decision.action == "forge" and self.before_forge is not None:
+                try:
+                    self.before_forge(path)
+                except Exception as exc:  # noqa: BLE001 — distillation failing never blocks the swap
+                    metric(s, {**base, "decision": "note", "reason": f"distill before forge failed: {exc}"})
+            result = self.tunnel(s, path, TunnelOptions(mode=decision.action), bridge=self.bridge,
+                                 holder=self.holder)
+        except Exception as exc:  # noqa: BLE001 — recorded, counted, and the breaker decides
+            return self._failed(state, base, decision, str(exc))
+        if not result.ok:
+            return self._failed(state, base, decision, result.rebind, result)
+        state.failures = 0
+        state.save(s.keeper_state)
+        return metric(s, {**base, "decision": "ok", "mode": decision.action, "new_sid": result.new_sid,
+                          "hold": result.hold, "rebind": result.rebind,
+                          "pct_after": result.forge.get("pct_after")})
+
+    def _failed(self, state: KeeperState, base: dict, decision: Decision, error: str,
+                result: TunnelResult | None = None) -> dict:
+        s = self.settings
+        state.failures += 1
+        state.breaker = state.failures >= s.max_failures
+        state.save(s.keeper_state)
+        return metric(s, {**base, "decision": "fail", "mode": decision.action, "error": error,
+                          "hold": result.hold if result else None, "breaker": state.breaker})
+
+
+def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.datetime | None = None) -> dict:
+    """What `ombre keeper status` shows (seed §11.4)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    state = KeeperState.load(s.keeper_state, now) if s.keeper_state.exists() else KeeperState()
+    reading = None
+    if path is not None:
+        try:
+            reading = asdict(read(path, s, now))
+        except (OmbreError, OSError) as exc:
+            reading = {"error": str(exc)}
+    bound = None
+    if bridge is not None:
+        try:
+            bound = bridge.bound_sid()
+        except OmbreError as exc:
+            bound = f"unreadable: {exc.message}"
+    newest = newest_written(s)
+    return {
+        "auto_forge": s.auto_forge, "reading": reading, "last_diet": state.last_diet, "last_forge": state.last_forge,
+        "diet_cooldown_left_min": max(0, round((s.diet_cooldown_mins * 60 - _since(state.last_diet, now)) / 60)),
+        "forge_cooldown_left_min": max(0, round((s.forge_cooldown_mins * 60 - _since(state.last_forge, now)) / 60)),
+        "today": state.runs_today if state.day == now.astimezone(SHANGHAI).date().isoformat() else 0,
+        "max_per_day": s.max_per_day, "failures_in_a_row": state.failures, "breaker": state.breaker,
+        "bound_sid": bound, "newest_sid": newest, "bound_is_newest": bound is None or newest is None or bound == newest,
+        "last_outcomes": history.read(s.metrics_log, limit=20), "note": state.note,
+    }
+
+
+def newest_written(s: Settings) -> str | None:
+    """The newest session id a diet, forge or tunnel wrote (from the run log)."""
+    for entry in reversed(history.read(s.history_log, limit=200)):
+        if entry.get("ok") and entry.get("new_sid"):
+            return entry["new_sid"]
+    return None

@@ -1,0 +1,267 @@
+"""The tunnel (seed §4): backup → handoff → hold → forge (or diet) → stop the bridge → re-bind → start →
+a quiet nudge. One function, called by `ombre tunnel`, `ombre rebind` and the keeper alike.
+
+Failure policy (seed §4.1, §4.5): never a fresh start. Until the new file is written and verified, the
+bridge is not touched, so a failed forge leaves the old session bound and usable. Once it is written, a
+failed re-bind leaves the old binding (the bridge is started again on it) and says how to finish with
+`ombre rebind NEW_SID`. A journal records which step a run reached, so a run killed between stopping and
+starting the bridge is finished (the bridge started again) by the next tunnel, rebind or keeper tick.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import BridgeError, OmbreError
+from ..files import replace_atomic
+from ..inject.hooks import post_json
+from ..settings import Settings
+from ..window import history
+from ..window.diet import DietOptions, run as run_diet
+from ..window.forge import ForgeOptions, ForgeResult, run as run_forge
+from ..window.select import Selector
+from ..window.verify import Expectation, verify_session
+from .bridges import Bridge, check_target
+from .handoff import prepare
+
+Holder = Callable[[str, str], str]  # (handoff text, old sid) → memory id; raises on failure
+NUDGE = "（ombre 接续：刚换了窗口。先 breath(is_session_start=True) 看交接，再顺着刚才的话题自然接着聊；不要提换窗口。）"
+
+
+@dataclass
+class TunnelOptions:
+    mode: str = "forge"  # forge | diet
+    selector: Selector | None = None  # forge's selection; None: retain AUTO_FORGE_RETAIN
+    squash: int | None = None  # None: AUTO_FORGE_DIET_SQUASH
+    handoff_days: tuple[dt.date, ...] = ()
+    handoff_text: str | None = None  # a pack the person prepared (and maybe edited) beforehand
+    hold: bool = True
+    nudge: bool = True
+    dry_run: bool = False
+
+
+@dataclass
+class TunnelResult:
+    mode: str
+    dry_run: bool
+    old_sid: str
+    bound_sid: str | None = None
+    new_sid: str | None = None
+    backup: str | None = None
+    handoff_preview: str = ""
+    hold: str = "off"  # ok <id> | failed: … | off | not for diet
+    rebind: str = "no bridge"  # ok | failed: … | no bridge | dry run
+    started: bool = False
+    nudge: str = "off"
+    forge: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.new_sid is not None and self.rebind in ("ok", "no bridge", "dry run")
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "ok": self.ok}
+
+
+def journal_path(settings: Settings) -> Path:
+    return settings.ombre_home / "tunnel-journal.json"
+
+
+def _journal(settings: Settings, **state: object) -> None:
+    replace_atomic(journal_path(settings), json.dumps(state, ensure_ascii=False).encode("utf-8"))
+
+
+def recover(settings: Settings, bridge: Bridge | None) -> str | None:
+    """Finish what a killed run left: a bridge stopped and never started again. Returns what was done."""
+    path = journal_path(settings)
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        state = {"step": "unknown"}
+    done = None
+    if bridge is not None and state.get("step") in ("stop", "bind", "start", "unknown"):
+        bridge.start()
+        done = f"started the bridge that a run interrupted at `{state.get('step')}` had stopped"
+    path.unlink(missing_ok=True)
+    return done
+
+
+def memory_holder(settings: Settings) -> Holder:
+    """Hold through the running memory service; if it is down, into the store directly."""
+    def hold(text: str, old_sid: str) -> str:
+        body = {"content": text, "type": "会话交接", "tags": ["会话交接", "forge"], "importance": 6,
+                "from_session": old_sid}
+        answer = post_json(settings.memory_url + "/v1/hold", body, token=settings.token, timeout=10)
+        if answer is not None and answer.get("stored"):
+            return str(answer["id"])
+        from ..memory.hold import HoldRequest
+        from ..memory.service import MemoryService
+
+        service = MemoryService(settings, use_vectors=False)  # vectors follow when the service next warms up
+        try:
+            result = service.hold(HoldRequest(**body))
+        finally:
+            service.close()
+        if not result.stored:
+            raise OmbreError(f"the memory service did not store the handoff: {result.decision}")
+        return str(result.id)
+
+    return hold
+
+
+def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridge | None,
+        holder: Holder | None, on_step: Callable[[str], None] = lambda step: None) -> TunnelResult:
+    path = Path(path)
+    result = TunnelResult(options.mode, options.dry_run, path.stem)
+    if bridge is not None:
+        if not options.dry_run:
+            done = recover(settings, bridge)
+            if done:
+                result.warnings.append(done)
+        try:
+            result.bound_sid = bridge.bound_sid()
+        except BridgeError as exc:
+            if not options.dry_run:  # a bridge we cannot read is a bridge we must not edit
+                raise BridgeError(f"cannot read the bridge before swapping: {exc.message}",
+                                  hint="fix the bridge state first; nothing was written or re-bound") from None
+            result.warnings.append(f"cannot read the bound session: {exc.message}")
+        if result.bound_sid and result.bound_sid != result.old_sid:
+            result.warnings.append(f"the bridge is bound to {result.bound_sid}, not to {result.old_sid}")
+
+    def step(name: str) -> None:
+        on_step(name)
+        result.steps.append(name)
+
+    if not options.dry_run:
+        step("backup")
+        backup = settings.backups_dir / f"{path.stem}.{dt.datetime.now().strftime('%Y%m%dT%H%M%S')}.jsonl"
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, backup)
+        result.backup = str(backup)
+
+    handoff = None
+    if options.mode == "forge":
+        step("handoff")
+        try:
+            handoff = options.handoff_text or prepare(path, options.handoff_days).render()
+            result.handoff_preview = handoff[:300]
+        except OmbreError as exc:
+            result.warnings.append(f"no handoff pack ({exc.message}); forging without one")
+        if options.hold and settings.ombre_hold and handoff:
+            step("hold")
+            if options.dry_run:
+                result.hold = "would hold a 会话交接 memory (tags 会话交接, forge)"
+            elif holder is None:
+                result.hold = "off"
+            else:
+                try:
+                    result.hold = f"ok {holder(handoff, result.old_sid)}"
+                except Exception as exc:  # noqa: BLE001 — the memory side failing never stops the tunnel
+                    result.hold = f"failed: {exc}"
+                    result.warnings.append(f"the handoff was not held ({exc}); the tunnel goes on")
+    else:
+        result.hold = "not for diet"
+
+    step(options.mode)
+    forged = _rewrite(settings, path, options, handoff)
+    result.forge = asdict(forged)
+    result.new_sid = forged.new_session
+    if options.dry_run:
+        result.rebind = "dry run" if bridge is not None else "no bridge"
+        return result
+
+    if bridge is None:
+        result.warnings.append(f"no bridge configured (OMBRE_BRIDGE): resume {forged.new_session} yourself")
+        _record(settings, result)
+        return result
+    result.rebind, result.started = _rebind(settings, bridge, forged.new_session, path.parent, step)
+    if result.rebind == "ok" and options.nudge:
+        result.nudge = _nudge(settings)
+    _record(settings, result)
+    return result
+
+
+def _rewrite(settings: Settings, path: Path, options: TunnelOptions, handoff: str | None) -> ForgeResult:
+    squash = settings.diet_squash if options.squash is None else options.squash
+    if options.mode == "diet":
+        return run_diet(path, DietOptions(retain=settings.diet_retain, squash=squash, dry_run=options.dry_run,
+                                          window=settings.context_window, history=settings.history_log))
+    selector = options.selector or Selector(retain=settings.forge_retain, max_kept=settings.forge_max_kept)
+    return run_forge(path, ForgeOptions(selector=selector, squash=squash, inject_text=handoff,
+                                        inject_source="ombre handoff" if handoff else None,
+                                        dry_run=options.dry_run, window=settings.context_window,
+                                        history=settings.history_log))
+
+
+def _rebind(settings: Settings, bridge: Bridge, new_sid: str, project_dir: Path,
+            step: Callable[[str], None]) -> tuple[str, bool]:
+    """stop → bind → start; on a failed bind the bridge is started again on its old binding."""
+    check_target(new_sid, project_dir)
+    _journal(settings, step="stop", new_sid=new_sid)
+    step("stop")
+    try:
+        bridge.stop()
+    except BridgeError as exc:
+        journal_path(settings).unlink(missing_ok=True)
+        return f"failed: {exc.message}; nothing was re-bound (`ombre rebind {new_sid}` finishes it)", False
+    _journal(settings, step="bind", new_sid=new_sid)
+    step("bind")
+    outcome = "ok"
+    try:
+        bridge.bind(new_sid, project_dir)
+    except BridgeError as exc:
+        outcome = f"failed: {exc.message}; the old session stays bound (`ombre rebind {new_sid}` finishes it)"
+    _journal(settings, step="start", new_sid=new_sid)
+    step("start")
+    try:
+        bridge.start()
+    except BridgeError as exc:
+        journal_path(settings).unlink(missing_ok=True)
+        return (outcome if outcome != "ok" else "ok") + f"; the bridge did not start: {exc.message}", False
+    journal_path(settings).unlink(missing_ok=True)
+    return outcome, True
+
+
+def rebind(settings: Settings, bridge: Bridge, new_sid: str, projects_dir: Path) -> TunnelResult:
+    """Bind a session that a tunnel already wrote (after a failed re-bind), without cutting again."""
+    matches = sorted(projects_dir.glob(f"*/{new_sid}.jsonl"))
+    if not matches:
+        raise BridgeError(f"no session file {new_sid}.jsonl under {projects_dir}",
+                          hint="give the new session id a tunnel printed; nothing was re-bound")
+    path = matches[0]
+    verify_session(path, Expectation(session_id=new_sid))  # never point a bridge at a broken file
+    result = TunnelResult("rebind", False, new_sid, new_sid=new_sid)
+    recover(settings, bridge)
+    result.bound_sid = bridge.bound_sid()
+    result.rebind, result.started = _rebind(settings, bridge, new_sid, path.parent, result.steps.append)
+    _record(settings, result)
+    return result
+
+
+def _nudge(settings: Settings) -> str:
+    if not settings.bridge_nudge:
+        return "not configured (OMBRE_BRIDGE_NUDGE); the handoff in the new window carries the continuation"
+    from .bridges import run_command
+
+    try:
+        run_command(settings.bridge_nudge, "nudge", text=NUDGE)
+    except BridgeError as exc:
+        return f"failed: {exc.message}"
+    return "sent"
+
+
+def _record(settings: Settings, result: TunnelResult) -> None:
+    history.append(settings.history_log, {
+        "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "mode": f"tunnel-{result.mode}",
+        "old_sid": result.old_sid, "new_sid": result.new_sid, "ok": result.ok,
+        "retain": (result.forge.get("selection") or {}).get("retain") if result.forge else None,
+        "hold": result.hold, "rebind": result.rebind, "started": result.started,
+    })

@@ -1,0 +1,330 @@
+"""The tunnel, the bridges and the keeper on generated sessions (seed §4, §10, §14; issue #5).
+
+Bridges are real files of the shapes DESIGN §3 gives, with stop/start commands that are real shell
+commands keeping a "running" flag; the memory side is a real SQLite store (or a broken one).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ombre.errors import BridgeError
+from ombre.settings import Settings
+from ombre.tunnel.bridges import CcConnectBridge, FileBridge
+from ombre.tunnel.handoff import prepare
+from ombre.tunnel.keeper import Keeper, KeeperState, decide, Reading
+from ombre.tunnel.tunnel import TunnelOptions, memory_holder, recover, run
+from ombre.window.verify import Expectation, verify_session
+from tests.conftest import sha256
+from tests.transcript_gen import SessionBuilder, ascii_text
+from tests.servers import free_port
+
+NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.timezone.utc)
+PRIVATE = ["今天好累啊，加班到十点。", "周四下午三点我要去复诊，你记得提醒我。", "我对花生过敏，千万别推荐花生。",
+           "其实我有点想你。", "晚上吃了番茄炒蛋。"]
+
+
+def heavy_session(folder: Path, used: int, *, turns: int = 24, seed: int = 1) -> Path:
+    """A chat whose tool output fills the window; the last reply's stored usage is `used` tokens."""
+    rng = random.Random(seed)
+    b = SessionBuilder(rng)
+    b.metadata()
+    for t in range(turns):
+        b.say(PRIVATE[t % len(PRIVATE)] if t >= turns - len(PRIVATE) else f"帮我看看第{t}份日志")
+        if t < turns - len(PRIVATE):
+            b.tool_round([("Bash", {"command": "cat log", "description": "log"}, ascii_text(rng, 12_000))],
+                         thinking="看看日志。")
+        b.reply([{"type": "thinking", "thinking": "想一想。", "signature": "c2ln"},
+                 {"type": "text", "text": f"好的，第{t}件事我记下了。"}])
+    lines = b.text().splitlines()
+    last = json.loads(lines[-1])
+    last["message"]["usage"] = {"input_tokens": 3, "cache_creation_input_tokens": 0,
+                                "cache_read_input_tokens": used - 123, "output_tokens": 120}
+    lines[-1] = json.dumps(last, ensure_ascii=False, separators=(",", ":"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{b.sid}.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    idle = (NOW - dt.timedelta(minutes=10)).timestamp()
+    os.utime(path, (idle, idle))
+    return path
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+            "OMBRE_HOME": str(tmp_path / "ombre"), "OMBRE_URL": f"http://127.0.0.1:{free_port()}"}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return tmp_path / "claude" / "projects" / "-home-user-companion"
+
+
+def file_bridge(tmp_path: Path, sid: str) -> FileBridge:
+    flag = tmp_path / "bridge.running"
+    flag.touch()
+    bound = tmp_path / "bound-sid"
+    bound.write_text(sid + "\n")
+    return FileBridge(bound, f"rm -f {flag}", f"touch {flag}")
+
+
+def texts(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+# -- seed §14: the acceptance script ------------------------------------------------------------------
+def test_tool_output_at_60_percent_diets_and_the_dialogue_is_still_there(tmp_path, env, project):
+    path = heavy_session(project, used=120_000)
+    settings = Settings.from_env(env)
+    bridge = file_bridge(tmp_path, path.stem)
+    entry = Keeper(settings, bridge, memory_holder(settings)).tick(path, now=NOW)
+    assert entry["decision"] == "ok" and entry["mode"] == "diet", entry
+    new = project / f"{entry['new_sid']}.jsonl"
+    assert bridge.bound_sid() == entry["new_sid"] and (tmp_path / "bridge.running").exists()
+    for said in PRIVATE + ["帮我看看第0份日志", "好的，第0件事我记下了。"]:
+        assert said in texts(new)
+    assert entry["pct_after"] < settings.diet_pct
+    verify_session(new, Expectation(session_id=entry["new_sid"]))
+
+
+def test_at_75_percent_forge_runs_holds_the_handoff_and_the_private_context_survives(tmp_path, env, project):
+    path = heavy_session(project, used=150_000)
+    settings = Settings.from_env(env)  # the memory service is not running: hold goes to the store directly
+    bridge = file_bridge(tmp_path, path.stem)
+    entry = Keeper(settings, bridge, memory_holder(settings)).tick(path, now=NOW)
+    assert entry["decision"] == "ok" and entry["mode"] == "forge" and entry["hold"].startswith("ok "), entry
+    new = texts(project / f"{entry['new_sid']}.jsonl")
+    for said in PRIVATE:
+        assert said in new  # the recent private turns are in the new window, word for word
+    assert "会话交接" in new and "ombreHandoff" in new
+    from ombre.memory.service import MemoryService
+
+    svc = MemoryService(settings, use_vectors=False)
+    handoffs = svc.store.list(type="会话交接")
+    svc.close()
+    assert len(handoffs) == 1 and handoffs[0].evidence.from_session == path.stem
+
+
+def test_two_cycles_respect_cooldowns_and_the_daily_cap(tmp_path, env, project):
+    settings = Settings.from_env({**env, "AUTO_FORGE_MAX_PER_DAY": "2"})
+    first = heavy_session(project, used=150_000, seed=1)
+    bridge = file_bridge(tmp_path, first.stem)
+    keeper = Keeper(settings, bridge, None)
+
+    def tick(used: int, minutes: float, seed: int) -> dict:
+        when = NOW + dt.timedelta(minutes=minutes)
+        path = heavy_session(project, used=used, seed=seed)
+        os.utime(path, (when.timestamp() - 600, when.timestamp() - 600))
+        bridge.path.write_text(path.stem)
+        return keeper.tick(path, now=when)
+
+    assert keeper.tick(first, now=NOW)["mode"] == "forge"
+    assert tick(60_000, 10, 2)["reason"].startswith("below the diet threshold")
+    assert tick(120_000, 20, 3)["mode"] == "diet"  # the second run of the day
+    assert tick(60_000, 30, 4)["decision"] == "skip"
+    assert tick(150_000, 100, 5)["reason"] == "daily cap reached (2/2)"  # cooldown over, cap not
+    assert tick(150_000, 24 * 60, 6)["mode"] == "forge"  # a new Shanghai day
+    decisions = [json.loads(x)["decision"] for x in (tmp_path / "ombre" / "metrics.jsonl").read_text().splitlines()]
+    assert decisions == ["trigger", "ok", "skip", "trigger", "ok", "skip", "skip", "trigger", "ok"]
+
+
+def test_forge_waits_out_its_cooldown(env):
+    s = Settings.from_env(env)
+    state = KeeperState(last_forge=(NOW - dt.timedelta(minutes=10)).isoformat(),
+                        last_diet=(NOW - dt.timedelta(minutes=10)).isoformat())
+    assert decide(state, _reading(80), s, NOW).reason == "forge cooldown: 80 min left"
+    assert decide(state, _reading(80), s, NOW + dt.timedelta(minutes=81)).action == "forge"
+
+
+def test_with_the_memory_side_broken_the_tunnel_and_bridge_still_work(tmp_path, env, project):
+    (tmp_path / "ombre").mkdir()
+    (tmp_path / "ombre" / "ombre.db").write_bytes(b"not a database at all")
+    path = heavy_session(project, used=150_000)
+    settings = Settings.from_env(env)
+    bridge = file_bridge(tmp_path, path.stem)
+    result = run(settings, path, TunnelOptions(), bridge=bridge, holder=memory_holder(settings))
+    assert result.ok and result.hold.startswith("failed") and bridge.bound_sid() == result.new_sid
+    assert (tmp_path / "bridge.running").exists()
+
+
+# -- the state machine ---------------------------------------------------------------------------------
+def _reading(pct: float, idle: float = 600) -> Reading:
+    return Reading("s", "p", pct, idle)
+
+
+def test_keeper_skips_when_busy_below_threshold_or_off(env):
+    s = Settings.from_env(env)
+    state = KeeperState()
+    assert decide(state, _reading(40), s, NOW).reason.startswith("below the diet threshold")
+    assert decide(state, _reading(60, idle=30), s, NOW).reason.startswith("not idle")
+    assert decide(state, _reading(None), s, NOW).action == "skip"
+    off = Settings.from_env({**env, "AUTO_FORGE": "0"})
+    assert decide(state, _reading(90), off, NOW).reason == "AUTO_FORGE=0"
+
+
+def test_hysteresis_stops_a_jittering_reading_from_firing_twice(env):
+    s = Settings.from_env({**env, "AUTO_FORGE_DIET_COOLDOWN_MINS": "0"})
+    state = KeeperState(armed_diet=False, last_diet=NOW.isoformat())
+    assert decide(state, _reading(55.2), s, NOW).action == "skip"
+    assert decide(state, _reading(53.5), s, NOW).action == "skip" and not state.armed_diet  # inside the band
+    assert decide(state, _reading(51.0), s, NOW).action == "skip" and state.armed_diet  # fell below: re-armed
+    assert decide(state, _reading(55.1), s, NOW).action == "diet"
+
+
+def test_the_breaker_opens_after_repeated_failures(tmp_path, env, project):
+    settings = Settings.from_env({**env, "AUTO_FORGE_MAX_FAILURES": "2", "AUTO_FORGE_DIET_COOLDOWN_MINS": "0",
+                                  "AUTO_FORGE_HYSTERESIS_PCT": "0"})
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    keeper = Keeper(settings, None, None, tunnel=failing)
+    path = heavy_session(project, used=120_000)
+    outcomes = []
+    for minutes in (0, 1, 2):
+        state = KeeperState.load(settings.keeper_state, NOW)
+        state.armed_diet = True
+        state.save(settings.keeper_state)
+        outcomes.append(keeper.tick(path, now=NOW + dt.timedelta(minutes=minutes)))
+    assert [o["decision"] for o in outcomes] == ["fail", "fail", "skip"]
+    assert outcomes[1]["breaker"] and outcomes[2]["reason"].startswith("breaker open")
+
+
+def test_a_truncated_state_file_restarts_the_cooldowns_instead_of_firing(tmp_path, env, project):
+    settings = Settings.from_env(env)
+    settings.keeper_state.parent.mkdir(parents=True)
+    settings.keeper_state.write_text('{"last_diet": "2026-12-0')
+    path = heavy_session(project, used=150_000)
+    entry = Keeper(settings, None, None).tick(path, now=NOW)
+    assert entry["decision"] == "skip" and "cooldown" in entry["reason"]
+    assert settings.keeper_state.with_name("keeper-state.json.unreadable").exists()
+
+
+# -- bridges -------------------------------------------------------------------------------------------
+def cc_connect_file(tmp_path: Path, sid: str) -> Path:
+    f = tmp_path / "cc" / "sessions" / "companion_1a2b3c4d.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps({
+        "sessions": {"s1": {"id": "s1", "name": "default", "agent_session_id": sid, "agent_type": "claudecode",
+                            "past_agent_session_ids": [], "history": [], "created_at": "2026-12-01T10:00:00+08:00",
+                            "updated_at": "2026-12-03T10:00:00+08:00", "last_user_activity": "2026-12-03T10:00:00+08:00"}},
+        "active_session": {"telegram:42:42": "s1"}, "user_sessions": {"telegram:42:42": ["s1"]}, "counter": 1,
+        "session_names": {}, "user_meta": {}, "version": 1}, ensure_ascii=False))
+    return f
+
+
+def test_cc_connect_binding_keeps_the_old_id_and_refuses_a_missing_file(tmp_path, project):
+    path = heavy_session(project, used=100_000)
+    f = cc_connect_file(tmp_path, path.stem)
+    bridge = CcConnectBridge(f, "true", "true")
+    assert bridge.bound_sid() == path.stem
+    with pytest.raises(BridgeError, match="start a fresh session"):
+        bridge.bind("00000000-0000-4000-8000-000000000000", project)
+    assert bridge.bound_sid() == path.stem
+    other = heavy_session(project, used=100_000, seed=9)
+    bridge.bind(other.stem, project)
+    data = json.loads(f.read_text())["sessions"]["s1"]
+    assert data["agent_session_id"] == other.stem and data["past_agent_session_ids"] == [path.stem]
+    assert data["history"] == [] and data["name"] == "default"  # everything else as cc-connect wrote it
+
+
+def test_a_corrupt_bridge_file_stops_the_tunnel_before_anything_is_written(tmp_path, env, project):
+    path = heavy_session(project, used=150_000)
+    f = cc_connect_file(tmp_path, path.stem)
+    f.write_text('{"sessions": {"s1": ')
+    before = sorted(p.name for p in project.iterdir())
+    with pytest.raises(BridgeError, match="cannot read the bridge"):
+        run(Settings.from_env(env), path, TunnelOptions(), bridge=CcConnectBridge(f, "true", "true"), holder=None)
+    assert sorted(p.name for p in project.iterdir()) == before and f.read_text() == '{"sessions": {"s1": '
+
+
+def test_a_failed_bind_leaves_the_old_session_bound_and_running_and_rebind_finishes(tmp_path, env, project):
+    path = heavy_session(project, used=150_000)
+    settings = Settings.from_env(env)
+    flag = tmp_path / "running"
+    good = CcConnectBridge(cc_connect_file(tmp_path, path.stem), f"rm -f {flag}", f"touch {flag}")
+    result = run(settings, path, TunnelOptions(hold=False), bridge=_FailingBind(good), holder=None)
+    assert not result.ok and "ombre rebind" in result.rebind and result.started and flag.exists()
+    assert good.bound_sid() == path.stem
+    out = subprocess.run([sys.executable, "-m", "ombre.cli", "rebind", result.new_sid, "--json"], capture_output=True,
+                         text=True, env={**os.environ, **env, "OMBRE_BRIDGE": "cc-connect",
+                                         "OMBRE_BRIDGE_FILE": str(good.session_file),
+                                         "OMBRE_BRIDGE_STOP": good.stop_command, "OMBRE_BRIDGE_START": good.start_command})
+    assert out.returncode == 0, out.stderr
+    assert good.bound_sid() == result.new_sid and flag.exists()
+
+
+class _FailingBind:
+    """A bridge whose edit fails (a full disk, a read-only file), delegating everything else."""
+
+    def __init__(self, inner: CcConnectBridge) -> None:
+        self.inner, self.name = inner, "cc-connect"
+
+    def bound_sid(self):
+        return self.inner.bound_sid()
+
+    def stop(self):
+        self.inner.stop()
+
+    def start(self):
+        self.inner.start()
+
+    def bind(self, sid, project_dir):
+        raise BridgeError("cannot write the session file: read-only file system")
+
+
+# -- fault injection: the tunnel killed at each step -------------------------------------------------------
+KILLER = """
+import os, sys
+from pathlib import Path
+from ombre.settings import Settings
+from ombre.tunnel.bridges import CcConnectBridge
+from ombre.tunnel.tunnel import TunnelOptions, memory_holder, run
+step_to_die, path, cc, flag = sys.argv[1:5]
+settings = Settings.from_env()
+bridge = CcConnectBridge(Path(cc), f"rm -f {flag}", f"touch {flag}")
+def on_step(step):
+    if step == step_to_die:
+        os._exit(137)  # like SIGKILL: no finally, no cleanup
+run(settings, Path(path), TunnelOptions(), bridge=bridge, holder=memory_holder(settings), on_step=on_step)
+"""
+
+
+@pytest.mark.parametrize("step", ["backup", "handoff", "hold", "forge", "stop", "bind", "start"])
+def test_a_tunnel_killed_at_any_step_never_leaves_a_bad_binding(tmp_path, env, project, step):
+    path = heavy_session(project, used=150_000)
+    original = sha256(path)
+    cc = cc_connect_file(tmp_path, path.stem)
+    flag = tmp_path / "running"
+    flag.touch()
+    proc = subprocess.run([sys.executable, "-c", KILLER, step, str(path), str(cc), str(flag)],
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 137, proc.stderr
+    bridge = CcConnectBridge(cc, f"rm -f {flag}", f"touch {flag}")
+    bound = bridge.bound_sid()
+    assert sha256(path) == original  # the old session is always intact and resumable
+    if bound != path.stem:
+        assert step == "start"  # only once the edit is done does the binding move
+        verify_session(project / f"{bound}.jsonl", Expectation(session_id=bound))
+    assert (project / f"{bound}.jsonl").is_file()
+    recover(Settings.from_env(env), bridge)  # what the next tunnel, rebind or keeper pass does first
+    assert flag.exists()  # a bridge left stopped is started again
+
+
+# -- handoff -----------------------------------------------------------------------------------------------
+def test_handoff_pack_quotes_only_what_was_said(project):
+    path = heavy_session(project, used=100_000)
+    pack = prepare(path)
+    text = pack.render()
+    assert "「今天好累啊，加班到十点。」" in text and "「我对花生过敏，千万别推荐花生。」" in text
+    assert "「周四下午三点我要去复诊，你记得提醒我。」" in text
+    for row in pack.state + pack.red_lines + pack.quotes:
+        assert row.text.rstrip("…") in texts(path)
+    assert prepare(path).render().splitlines()[2:] == text.splitlines()[2:]  # same input, same pack
