@@ -1,6 +1,8 @@
-"""Real Ombre processes on 127.0.0.1 for tests: `ombre serve` (and the free ports they need)."""
+"""Real Ombre processes on 127.0.0.1 for tests (`ombre serve`, the free ports they need) and the bridge state
+files they re-bind (cc-connect's session file, in the shape DESIGN §3 gives)."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -50,3 +52,15 @@ class Server:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+
+
+def cc_connect_file(tmp_path: Path, sid: str) -> Path:
+    f = tmp_path / "cc" / "sessions" / "companion_1a2b3c4d.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps({
+        "sessions": {"s1": {"id": "s1", "name": "default", "agent_session_id": sid, "agent_type": "claudecode",
+                            "past_agent_session_ids": [], "history": [], "created_at": "2026-12-01T10:00:00+08:00",
+                            "updated_at": "2026-12-03T10:00:00+08:00", "last_user_activity": "2026-12-03T10:00:00+08:00"}},
+        "active_session": {"telegram:42:42": "s1"}, "user_sessions": {"telegram:42:42": ["s1"]}, "counter": 1,
+        "session_names": {}, "user_meta": {}, "version": 1}, ensure_ascii=False))
+    return f

@@ -24,7 +24,7 @@ from ombre.tunnel.tunnel import TunnelOptions, memory_holder, recover, run
 from ombre.window.verify import Expectation, verify_session
 from tests.conftest import sha256
 from tests.transcript_gen import SessionBuilder, ascii_text
-from tests.servers import free_port
+from tests.servers import cc_connect_file, free_port
 
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.timezone.utc)
 PRIVATE = ["今天好累啊，加班到十点。", "周四下午三点我要去复诊，你记得提醒我。", "我对花生过敏，千万别推荐花生。",
@@ -208,18 +208,6 @@ def test_a_truncated_state_file_restarts_the_cooldowns_instead_of_firing(tmp_pat
 
 
 # -- bridges -------------------------------------------------------------------------------------------
-def cc_connect_file(tmp_path: Path, sid: str) -> Path:
-    f = tmp_path / "cc" / "sessions" / "companion_1a2b3c4d.json"
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(json.dumps({
-        "sessions": {"s1": {"id": "s1", "name": "default", "agent_session_id": sid, "agent_type": "claudecode",
-                            "past_agent_session_ids": [], "history": [], "created_at": "2026-12-01T10:00:00+08:00",
-                            "updated_at": "2026-12-03T10:00:00+08:00", "last_user_activity": "2026-12-03T10:00:00+08:00"}},
-        "active_session": {"telegram:42:42": "s1"}, "user_sessions": {"telegram:42:42": ["s1"]}, "counter": 1,
-        "session_names": {}, "user_meta": {}, "version": 1}, ensure_ascii=False))
-    return f
-
-
 def test_cc_connect_binding_keeps_the_old_id_and_refuses_a_missing_file(tmp_path, project):
     path = heavy_session(project, used=100_000)
     f = cc_connect_file(tmp_path, path.stem)
