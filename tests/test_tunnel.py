@@ -316,3 +316,58 @@ def test_handoff_pack_quotes_only_what_was_said(project):
     for row in pack.state + pack.red_lines + pack.quotes:
         assert row.text.rstrip("…") in texts(path)
     assert prepare(path).render().splitlines()[2:] == text.splitlines()[2:]  # same input, same pack
+
+
+# -- the command line ----------------------------------------------------------------------------------------
+def ombre(args: list[str], env: dict[str, str], **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ombre.cli", *args], env={**os.environ, **env, **extra},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_tunnel_dry_run_shows_the_plan_and_writes_nothing(tmp_path, env, project):
+    path = heavy_session(project, used=150_000)
+    bound = tmp_path / "bound-sid"
+    bound.write_text(path.stem)
+    before = sorted(p.name for p in project.iterdir())
+    out = ombre(["tunnel", str(path), "--dry-run", "--json"], env, OMBRE_BRIDGE="file", OMBRE_BRIDGE_FILE=str(bound))
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert plan["bound_sid"] == path.stem and plan["new_sid"] and plan["rebind"] == "dry run"
+    assert "会话交接" in plan["handoff_preview"] and plan["hold"].startswith("would hold")
+    assert plan["forge"]["events_kept"] > 0
+    assert sorted(p.name for p in project.iterdir()) == before and bound.read_text() == path.stem
+    assert not (tmp_path / "ombre" / "backups").exists() and not (tmp_path / "ombre" / "ombre.db").exists()
+
+
+def test_bridge_and_keeper_status_say_when_the_bridge_lags(tmp_path, env, project):
+    path = heavy_session(project, used=150_000)
+    bound = tmp_path / "bound-sid"
+    bound.write_text(path.stem)
+    bridge_env = {"OMBRE_BRIDGE": "file", "OMBRE_BRIDGE_FILE": str(bound)}
+    forged = ombre(["forge", str(path), "--json"], env)  # forged by hand, never re-bound
+    new_sid = json.loads(forged.stdout)["new_session"]
+    status = json.loads(ombre(["bridge", "status", "--json"], env, **bridge_env).stdout)
+    assert status == {"bridge": "file", "bound_sid": path.stem, "newest_sid": new_sid, "differ": True}
+    keeper = ombre(["keeper", "status"], env, **bridge_env)
+    assert keeper.returncode == 0 and "DIFFER" in keeper.stdout and "75.0%" in keeper.stdout
+    assert ombre(["rebind", new_sid], env, **bridge_env).returncode == 0
+    assert json.loads(ombre(["bridge", "status", "--json"], env, **bridge_env).stdout)["differ"] is False
+
+
+def test_keeper_run_once_writes_a_metrics_line(tmp_path, env, project):
+    heavy_session(project, used=60_000)
+    out = ombre(["keeper", "run", "--once", str(project)], env)
+    assert out.returncode == 0 and json.loads(out.stdout)["decision"] == "skip"
+    assert json.loads((tmp_path / "ombre" / "metrics.jsonl").read_text())["reason"].startswith("below")
+
+
+def test_bad_bridge_settings_and_a_missing_project_folder_are_clear_errors(tmp_path, env, project):
+    path = heavy_session(project, used=150_000)
+    out = ombre(["tunnel", str(path)], env, OMBRE_BRIDGE="cc-connect")
+    assert out.returncode == 2 and "OMBRE_BRIDGE_FILE" in out.stderr
+    out = ombre(["tunnel", str(path)], env, OMBRE_BRIDGE="telegram-magic")
+    assert out.returncode == 2 and "not a bridge ombre knows" in out.stderr
+    bridge = FileBridge(tmp_path / "bound")
+    with pytest.raises(BridgeError, match="does not exist"):
+        bridge.bind(path.stem, tmp_path / "no-such-project")
+    assert bridge.bound_sid() is None

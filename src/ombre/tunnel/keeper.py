@@ -84,6 +84,11 @@ def _since(stamp: str | None, now: dt.datetime) -> float:
         return 0.0
 
 
+def _minutes_left(cooldown_mins: int, last: str | None, now: dt.datetime) -> int:
+    left = cooldown_mins * 60 - _since(last, now)
+    return max(0, round(left / 60)) if left != float("-inf") else 0
+
+
 def decide(state: KeeperState, reading: Reading, s: Settings, now: dt.datetime) -> Decision:
     """What to do now; re-arms thresholds in `state` (the only change it makes)."""
     pct = reading.used_pct
@@ -209,8 +214,8 @@ def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.dateti
     newest = newest_written(s)
     return {
         "auto_forge": s.auto_forge, "reading": reading, "last_diet": state.last_diet, "last_forge": state.last_forge,
-        "diet_cooldown_left_min": max(0, round((s.diet_cooldown_mins * 60 - _since(state.last_diet, now)) / 60)),
-        "forge_cooldown_left_min": max(0, round((s.forge_cooldown_mins * 60 - _since(state.last_forge, now)) / 60)),
+        "diet_cooldown_left_min": _minutes_left(s.diet_cooldown_mins, state.last_diet, now),
+        "forge_cooldown_left_min": _minutes_left(s.forge_cooldown_mins, state.last_forge, now),
         "today": state.runs_today if state.day == now.astimezone(SHANGHAI).date().isoformat() else 0,
         "max_per_day": s.max_per_day, "failures_in_a_row": state.failures, "breaker": state.breaker,
         "bound_sid": bound, "newest_sid": newest, "bound_is_newest": bound is None or newest is None or bound == newest,
