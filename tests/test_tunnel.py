@@ -185,8 +185,8 @@ def test_the_breaker_opens_after_repeated_failures(tmp_path, env, project):
     def failing(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    keeper = Keeper(settings, None, None, tunnel=failing)
     path = heavy_session(project, used=120_000)
+    keeper = Keeper(settings, file_bridge(tmp_path, path.stem), None, tunnel=failing)
     outcomes = []
     for minutes in (0, 1, 2):
         state = KeeperState.load(settings.keeper_state, NOW)
@@ -202,8 +202,10 @@ def test_a_truncated_state_file_restarts_the_cooldowns_instead_of_firing(tmp_pat
     settings.keeper_state.parent.mkdir(parents=True)
     settings.keeper_state.write_text('{"last_diet": "2026-12-0')
     path = heavy_session(project, used=150_000)
-    entry = Keeper(settings, None, None).tick(path, now=NOW)
+    entry = Keeper(settings, file_bridge(tmp_path, path.stem), None).tick(path, now=NOW)
     assert entry["decision"] == "skip" and "cooldown" in entry["reason"]
+    unbridged = Keeper(settings, None, None).tick(path, now=NOW + dt.timedelta(days=1))
+    assert unbridged["reason"].startswith("no bridge to re-bind")
     assert settings.keeper_state.with_name("keeper-state.json.unreadable").exists()
 
 

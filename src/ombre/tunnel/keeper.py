@@ -157,6 +157,9 @@ class Keeper:
             state.save(s.keeper_state)
             return metric(s, {"decision": "skip", "reason": f"cannot read the session: {exc}", "session": path.stem})
         decision = decide(state, reading, s, now)
+        if decision.action != "skip" and self.bridge is None:
+            # Without a bridge nothing would resume the new file: the chat would go on in the old one.
+            decision = Decision("skip", "no bridge to re-bind (set OMBRE_BRIDGE): automatic swaps are off")
         base = {"session": reading.session, "used_pct": reading.used_pct}
         if decision.action == "skip":
             state.save(s.keeper_state)
