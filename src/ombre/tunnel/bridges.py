@@ -65,8 +65,21 @@ def run_command(command: str | None, what: str, **fmt: str) -> str:
     return proc.stdout
 
 
+class _StopStart:
+    """stop() and start() run the person's commands (either may be unset: nothing to do)."""
+
+    stop_command: str | None
+    start_command: str | None
+
+    def stop(self) -> None:
+        run_command(self.stop_command, "stop")
+
+    def start(self) -> None:
+        run_command(self.start_command, "start")
+
+
 @dataclass
-class CcConnectBridge:
+class CcConnectBridge(_StopStart):
     session_file: Path
     stop_command: str | None = None
     start_command: str | None = None
@@ -107,12 +120,6 @@ class CcConnectBridge:
     def bound_sid(self) -> str | None:
         return self._active(self._load()).get("agent_session_id") or None
 
-    def stop(self) -> None:
-        run_command(self.stop_command, "stop")
-
-    def start(self) -> None:
-        run_command(self.start_command, "start")
-
     def bind(self, sid: str, project_dir: Path) -> None:
         check_target(sid, project_dir)
         data = self._load()
@@ -130,7 +137,7 @@ class CcConnectBridge:
 
 
 @dataclass
-class CommandBridge:
+class CommandBridge(_StopStart):
     bind_command: str  # "{sid}" and "{path}" are filled in, shell-quoted
     stop_command: str | None = None
     start_command: str | None = None
@@ -142,19 +149,13 @@ class CommandBridge:
             return None
         return run_command(self.status_command, "status").strip() or None
 
-    def stop(self) -> None:
-        run_command(self.stop_command, "stop")
-
-    def start(self) -> None:
-        run_command(self.start_command, "start")
-
     def bind(self, sid: str, project_dir: Path) -> None:
         path = check_target(sid, project_dir)
         run_command(self.bind_command, "bind", sid=sid, path=str(path))
 
 
 @dataclass
-class FileBridge:
+class FileBridge(_StopStart):
     path: Path
     stop_command: str | None = None
     start_command: str | None = None
@@ -165,12 +166,6 @@ class FileBridge:
             return self.path.read_text(encoding="utf-8").strip() or None
         except FileNotFoundError:
             return None
-
-    def stop(self) -> None:
-        run_command(self.stop_command, "stop")
-
-    def start(self) -> None:
-        run_command(self.start_command, "start")
 
     def bind(self, sid: str, project_dir: Path) -> None:
         check_target(sid, project_dir)
