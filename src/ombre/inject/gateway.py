@@ -21,10 +21,11 @@ from fastapi import FastAPI, Request
 from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, StreamingResponse
 
+from ..client import post_json
 from ..memory.service import MemoryService
 from ..settings import Settings
 from .cards import InjectRequest, turn_block
-from .hooks import SEND_CHARS, post_json, within_budget
+from .hooks import SEND_CHARS, within_budget
 
 Recall = Callable[[str], "str | None"]  # prompt → block text (or None); runs in a worker thread
 

@@ -13,11 +13,11 @@ import datetime as dt
 import json
 import os
 import sys
-import socket
 import time
 from pathlib import Path
 from typing import IO
 
+from ..client import post_json
 from ..settings import Settings
 from ..tokens import estimate_text
 from ..window import history
@@ -26,75 +26,6 @@ EVENTS = {"user-prompt-submit": "UserPromptSubmit", "session-start": "SessionSta
 MAX_CONTEXT_CHARS = 9_500  # Claude Code truncates hook output past 10,000 characters
 SEND_CHARS = 4_000  # the service searches a message by its end; no need to ship a pasted novel
 LOG_MAX_BYTES = 1_000_000
-
-
-def post_json(url: str, body: dict, *, token: str | None, timeout: float) -> dict | None:
-    """POST JSON to the memory service; None on any failure (refused, timeout, non-2xx, not JSON).
-
-    Plain http (the service listens on loopback) is spoken over a socket: urllib and http.client would
-    cost the hook ~35 ms of imports on every turn. An https URL goes through urllib.
-    """
-    if timeout <= 0:
-        return None
-    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    try:
-        raw = _post_http(url, data, token, timeout) if url.startswith("http://") else _post_urllib(url, data, token, timeout)
-        answer = json.loads(raw) if raw is not None else None
-    except (OSError, ValueError):
-        return None
-    return answer if isinstance(answer, dict) else None
-
-
-def _post_http(url: str, data: bytes, token: str | None, timeout: float) -> bytes | None:
-    deadline = time.monotonic() + timeout
-    hostport, _, path = url[len("http://"):].partition("/")
-    host, _, port = hostport.rpartition(":") if hostport.count(":") == 1 else (hostport, "", "80")
-    head = (f"POST /{path} HTTP/1.1\r\nHost: {hostport}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\nConnection: close\r\n")
-    if token:
-        head += f"Authorization: Bearer {token}\r\n"
-    with socket.create_connection((host.strip("[]"), int(port or 80)), timeout=timeout) as conn:
-        conn.sendall(head.encode("latin-1") + b"\r\n" + data)
-        chunks = []
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            conn.settimeout(left)
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    response = b"".join(chunks)
-    header, _, payload = response.partition(b"\r\n\r\n")
-    status = header.split(b" ", 2)
-    if len(status) < 2 or not status[1].startswith(b"2"):
-        return None
-    if b"transfer-encoding: chunked" in header.lower():
-        payload = _unchunk(payload)
-    return payload
-
-
-def _unchunk(payload: bytes) -> bytes:
-    out, rest = [], payload
-    while rest:
-        size_line, _, rest = rest.partition(b"\r\n")
-        size = int(size_line.split(b";")[0] or b"0", 16)
-        if size == 0:
-            break
-        out.append(rest[:size])
-        rest = rest[size + 2:]
-    return b"".join(out)
-
-
-def _post_urllib(url: str, data: bytes, token: str | None, timeout: float) -> bytes:
-    import urllib.request
-
-    headers = {"content-type": "application/json"}
-    if token:
-        headers["authorization"] = f"Bearer {token}"
-    with urllib.request.urlopen(urllib.request.Request(url, data, headers), timeout=timeout) as response:
-        return response.read()
 
 
 def within_budget(block: dict, max_cards: int, max_tokens: int) -> str | None:

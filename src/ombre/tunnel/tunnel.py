@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..errors import BridgeError, OmbreError
 from ..files import replace_atomic
-from ..inject.hooks import post_json
+from ..client import post_json
 from ..settings import Settings
 from ..window import history
 from ..window.diet import DietOptions, run as run_diet
