@@ -24,6 +24,7 @@ from ..errors import OmbreError
 from ..files import replace_atomic
 from ..memory.model import SHANGHAI
 from ..settings import Settings
+from ..transcript.reader import Fingerprint
 from ..transcript.usage import read_usage
 from ..window import history
 from .bridges import Bridge
@@ -67,6 +68,7 @@ class Reading:
     path: str
     used_pct: float | None
     idle_s: float
+    fingerprint: str = ""  # size:mtime of the file as read; the forge refuses to cut if it moves under it
 
 
 @dataclass
@@ -123,9 +125,12 @@ def decide(state: KeeperState, reading: Reading, s: Settings, now: dt.datetime) 
 
 
 def read(path: Path, s: Settings, now: dt.datetime) -> Reading:
+    before = Fingerprint.of(path)
     report = read_usage(path, s.context_window)
-    idle = now.timestamp() - path.stat().st_mtime
-    return Reading(report.session, str(path), report.used_pct, idle)
+    if Fingerprint.of(path) != before:  # a reply is being written: not idle, whatever the clock says
+        return Reading(report.session, str(path), report.used_pct, 0.0, f"{before.size}:{before.mtime_ns}")
+    idle = now.timestamp() - before.mtime_ns / 1e9
+    return Reading(report.session, str(path), report.used_pct, idle, f"{before.size}:{before.mtime_ns}")
 
 
 def metric(s: Settings, entry: dict) -> dict:
@@ -160,7 +165,7 @@ class Keeper:
         if decision.action != "skip" and self.bridge is None:
             # Without a bridge nothing would resume the new file: the chat would go on in the old one.
             decision = Decision("skip", "no bridge to re-bind (set OMBRE_BRIDGE): automatic swaps are off")
-        base = {"session": reading.session, "used_pct": reading.used_pct}
+        base = {"session": reading.session, "used_pct": reading.used_pct, "fingerprint": reading.fingerprint}
         if decision.action == "skip":
             state.save(s.keeper_state)
             return metric(s, {**base, "decision": "skip", "reason": decision.reason})
