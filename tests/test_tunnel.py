@@ -373,3 +373,17 @@ def test_bad_bridge_settings_and_a_missing_project_folder_are_clear_errors(tmp_p
     with pytest.raises(BridgeError, match="does not exist"):
         bridge.bind(path.stem, tmp_path / "no-such-project")
     assert bridge.bound_sid() is None
+
+
+def test_the_nudge_is_sent_quietly_and_forge_ombre_hold_0_skips_the_hold(tmp_path, env, project):
+    path = heavy_session(project, used=150_000)
+    said = tmp_path / "nudge.txt"
+    settings = Settings.from_env({**env, "FORGE_OMBRE_HOLD": "0", "OMBRE_BRIDGE_NUDGE": f"printf %s {{text}} > {said}"})
+    result = run(settings, path, TunnelOptions(), bridge=file_bridge(tmp_path, path.stem),
+                 holder=memory_holder(settings))
+    assert result.ok and result.hold == "off" and result.nudge == "sent"
+    assert "breath(is_session_start=True)" in said.read_text() and "不要提换窗口" in said.read_text()
+    assert not (tmp_path / "ombre" / "ombre.db").exists()  # nothing was held
+    log = [json.loads(x) for x in (tmp_path / "ombre" / "history.jsonl").read_text().splitlines()]
+    assert log[-1]["mode"] == "tunnel-forge" and log[-1]["old_sid"] == path.stem and log[-1]["new_sid"] == result.new_sid
+    assert log[-1]["hold"] == "off" and log[-1]["rebind"] == "ok" and log[-1]["retain"] == 60_000

@@ -51,6 +51,7 @@ class TunnelResult:
     old_sid: str
     bound_sid: str | None = None
     new_sid: str | None = None
+    retain: int | None = None  # tokens kept from the end (None: a chosen range or days)
     backup: str | None = None
     handoff_preview: str = ""
     hold: str = "off"  # ok <id> | failed: … | off | not for diet
@@ -171,7 +172,7 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
         result.hold = "not for diet"
 
     step(options.mode)
-    forged = _rewrite(settings, path, options, handoff)
+    forged = _rewrite(settings, path, options, handoff, result)
     result.forge = asdict(forged)
     result.new_sid = forged.new_session
     if options.dry_run:
@@ -189,12 +190,15 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
     return result
 
 
-def _rewrite(settings: Settings, path: Path, options: TunnelOptions, handoff: str | None) -> ForgeResult:
+def _rewrite(settings: Settings, path: Path, options: TunnelOptions, handoff: str | None,
+             result: TunnelResult) -> ForgeResult:
     squash = settings.diet_squash if options.squash is None else options.squash
     if options.mode == "diet":
+        result.retain = settings.diet_retain
         return run_diet(path, DietOptions(retain=settings.diet_retain, squash=squash, dry_run=options.dry_run,
                                           window=settings.context_window, history=settings.history_log))
     selector = options.selector or Selector(retain=settings.forge_retain, max_kept=settings.forge_max_kept)
+    result.retain = selector.retain
     return run_forge(path, ForgeOptions(selector=selector, squash=squash, inject_text=handoff,
                                         inject_source="ombre handoff" if handoff else None,
                                         dry_run=options.dry_run, window=settings.context_window,
@@ -262,6 +266,6 @@ def _record(settings: Settings, result: TunnelResult) -> None:
     history.append(settings.history_log, {
         "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "mode": f"tunnel-{result.mode}",
         "old_sid": result.old_sid, "new_sid": result.new_sid, "ok": result.ok,
-        "retain": (result.forge.get("selection") or {}).get("retain") if result.forge else None,
+        "retain": result.retain,
         "hold": result.hold, "rebind": result.rebind, "started": result.started,
     })
