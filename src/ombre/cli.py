@@ -286,9 +286,9 @@ def demo(settings: Settings, keep: Path | None) -> None:
 
 
 def _service(settings: Settings):
-    from .memory.service import MemoryService
+    from .write.commitment_arbitrate import open_service
 
-    return MemoryService(settings, use_vectors=settings.use_vectors)
+    return open_service(settings, use_vectors=settings.use_vectors)
 
 
 @main.command()
@@ -453,6 +453,33 @@ memory_id_argument = click.argument("memory_id")
 def memories_show(settings: Settings, memory_id: str, as_json: bool) -> None:
     """Show one memory with its evidence."""
     _show_memory(settings, memory_id, as_json)
+
+
+@memories.command("trace")
+@memory_id_argument
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_trace(settings: Settings, memory_id: str, as_json: bool) -> None:
+    """A memory's history: what arbitration did to it, and what replaced it."""
+    service = _service(settings)
+    try:
+        report = service.history(memory_id)
+    finally:
+        service.close()
+
+    def human() -> str:
+        m = report["memory"]
+        lines = [f"{m['id']}  {m['type']}  {m['content']}" + (f"（情境：{m['situation']}）" if m["situation"] else ""),
+                 f"  current   {'yes' if report['current'] else 'no'}"]
+        lines += [f"  conflict  with {c}" for c in m["conflicts"]]
+        lines += [f"  {t['at']}  {t['action']} {t['other']}  by {t['by']}"
+                  + (f"  原话「{t['quote']}」" if t.get("quote") else "") + (f"  ({t['reason']})" if t.get("reason") else "")
+                  for t in report["trace"]]
+        lines += [f"  replaced by {r['id']}: {r['content']}" for r in report["replaced_by"]]
+        return "\n".join(lines)
+
+    _emit(as_json, report, human)
 
 
 @memories.command("pin")

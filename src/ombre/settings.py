@@ -79,6 +79,12 @@ class Settings:
     # breaker that stops automatic runs after this many failures in a row
     hysteresis_pct: int = 3
     max_failures: int = 3
+    # the model behind arbitration and distillation (write/llm.py); "rules" needs none and is the default
+    llm: str = "rules"
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout_ms: int = 5_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -129,6 +135,11 @@ class Settings:
             bridge_nudge=env.get("OMBRE_BRIDGE_NUDGE") or None,
             hysteresis_pct=_int(env, "AUTO_FORGE_HYSTERESIS_PCT", 3),
             max_failures=_int(env, "AUTO_FORGE_MAX_FAILURES", 3),
+            llm=(env.get("OMBRE_LLM") or "rules").strip().lower(),
+            llm_base_url=env.get("OMBRE_LLM_BASE_URL") or None,
+            llm_model=env.get("OMBRE_LLM_MODEL") or None,
+            llm_api_key=env.get("OMBRE_LLM_API_KEY") or None,
+            llm_timeout_ms=_int(env, "OMBRE_LLM_TIMEOUT_MS", 5_000),
         )
 
     @property
@@ -158,6 +169,7 @@ class Settings:
     def as_dict(self) -> dict:
         out = {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else
                         list(v) if isinstance(v, tuple) else v) for f in fields(self)}
-        if out["token"]:
-            out["token"] = "***"  # config output gets pasted into issues
+        for secret in ("token", "llm_api_key"):
+            if out[secret]:
+                out[secret] = "***"  # config output gets pasted into issues
         return out

@@ -54,10 +54,15 @@ class Card:
     score: float
     why: dict = field(default_factory=dict)
     tokens: int = 0
+    situation: str = ""
+    conflicts: list[str] = field(default_factory=list)
 
     def render(self) -> str:
         mark = "" if self.status == "confirmed" else "（未确认）"
-        head = f"[{self.type}{mark}] {self.title + '：' if self.title else ''}{self.content}"
+        where = f"（情境：{self.situation}）" if self.situation else ""
+        head = f"[{self.type}{mark}] {self.title + '：' if self.title else ''}{self.content}{where}"
+        if self.conflicts:  # two memories that contradict: shown as a conflict, never as two truths
+            head += f"【与 {'、'.join(self.conflicts)} 矛盾，先问清楚】"
         return head + (f" —— 原话{self.evidence}" if self.evidence.startswith("「") else "")
 
 
@@ -76,7 +81,8 @@ class BreathResult:
 
 
 def to_card(m: Memory, score: float, why: dict) -> Card:
-    card = Card(m.id, m.title, m.content, m.type, m.status, m.evidence.mark, m.pinned, round(score, 4), why)
+    card = Card(m.id, m.title, m.content, m.type, m.status, m.evidence.mark, m.pinned, round(score, 4), why,
+                situation=m.situation, conflicts=list(m.conflicts))
     card.tokens = estimate_text(card.render())
     return card
 
@@ -189,7 +195,7 @@ def _recall(store: MemoryStore, req: BreathRequest, query: str, embedder: Embedd
     found = store.get_many(list(relevant))
     for mid, (relevance, why) in relevant.items():
         m = found.get(mid)
-        if m is None or m.archived or (req.domain and m.domain != req.domain):
+        if m is None or not m.current or (req.domain and m.domain != req.domain):
             continue
         factor, parts = rank_factor(m, now)
         mood = 1.0

@@ -5,9 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 from ..errors import MemoryInputError
-from . import scarcity, write_gate
+from . import arbitration, scarcity, write_gate
+from .arbitration import Verdict
 from .embed import Embedder
 from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory, iso, now_utc, shanghai_date
 from .segment import document, query_terms
@@ -48,6 +50,7 @@ class HoldResult:
     warnings: list[str] = field(default_factory=list)
     scarcity: list[str] = field(default_factory=list)
     embedded: bool = False
+    arbitration: dict | None = None  # the verdict, when the memory was arbitrated
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -89,7 +92,8 @@ def validate(req: HoldRequest, *, max_chars: int, types: tuple[str, ...]) -> Non
 
 def hold(store: MemoryStore, req: HoldRequest, *, embedder: Embedder | None = None, max_chars: int = 4_000,
          extra_types: tuple[str, ...] = (), auto_daily: int = 8, max_pinned: int = 20, max_10: int = 5,
-         max_9: int = 20, now: dt.datetime | None = None) -> HoldResult:
+         max_9: int = 20, now: dt.datetime | None = None,
+         arbitrate: Callable[[Memory], Verdict] | None = None) -> HoldResult:
     now = now or now_utc()
     validate(req, max_chars=max_chars, types=BUILTIN_TYPES + tuple(extra_types))
     stamp, today = iso(now), shanghai_date(now)
@@ -101,25 +105,44 @@ def hold(store: MemoryStore, req: HoldRequest, *, embedder: Embedder | None = No
         event_date=req.event_date, created=stamp, last_active=stamp, status=UNCONFIRMED,
         evidence=Evidence(req.from_session, req.evidence_date or (today if quote else None), quote),
     )
-    similar_ids = [i for i, _ in store.keyword_search(query_terms(memory.content), 5)]
+    verdict, arbitration_failed = None, None
+    if arbitrate is not None and arbitration.needs_arbitration(memory):
+        try:
+            verdict = arbitrate(memory)
+        except Exception as exc:  # noqa: BLE001 — a judge that fails or is late never blocks the write
+            arbitration_failed = str(exc) or type(exc).__name__
+    if verdict is not None and verdict.action == "skip":
+        reasons = [f"仲裁：跳过（{verdict.reason or '已有同样的记忆'}）"]
+        store.log_gate(GateEntry(stamp, today, req.source, "skip", reasons, memory.content))
+        return HoldResult(stored=False, decision="skip", reasons=reasons, arbitration=verdict.to_dict())
+    # what arbitration already related to this memory is not a duplicate to drop
+    handled = {verdict.target} if verdict is not None and verdict.action != "add" else set()
+    similar_ids = [i for i, _ in store.keyword_search(query_terms(memory.content), 5) if i not in handled]
     decision = write_gate.judge(
         memory, source=req.source,
         auto_today=store.gate_count(today, "auto", (write_gate.STORE, write_gate.STORE_UNCONFIRMED)),
         auto_daily=auto_daily, pinned=store.list(pinned=True),
-        similar=[m for m in store.get_many(similar_ids).values() if not m.archived])
+        similar=[m for m in store.get_many(similar_ids).values() if m.current])
     result = HoldResult(stored=decision.stores, decision=decision.decision, reasons=decision.reasons,
-                        warnings=decision.warnings)
+                        warnings=decision.warnings, arbitration=verdict.to_dict() if verdict else None)
     if not decision.stores:
         store.log_gate(GateEntry(stamp, today, req.source, decision.decision, decision.reasons, memory.content))
         return result
     memory.importance = decision.importance
     memory.status = CONFIRMED if decision.decision == write_gate.STORE else UNCONFIRMED
+    if arbitration_failed is not None:
+        memory.status = UNCONFIRMED  # seed §8.4 D: written anyway, as unconfirmed
+        result.reasons.append(f"仲裁没有完成（{arbitration_failed}）：先记为未确认")
+    if verdict is not None:
+        arbitration.prepare(verdict, memory)
     if memory.status == UNCONFIRMED and memory.pinned and req.source == "auto":
         memory.pinned = False
         result.reasons.append("未确认的内容不自动置顶")
     result.scarcity = scarcity.enforce(store, memory, manual=req.source == "manual", max_pinned=max_pinned,
                                        max_10=max_10, max_9=max_9)
     store.add(memory, document(" ".join([memory.title, memory.content, " ".join(memory.tags)])))
+    if verdict is not None:
+        arbitration.link(store, verdict, memory, now)
     store.log_gate(GateEntry(stamp, today, req.source, decision.decision, decision.reasons + decision.warnings,
                              memory.content, memory.id))
     result.id, result.status, result.importance, result.pinned = memory.id, memory.status, memory.importance, \

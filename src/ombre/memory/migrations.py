@@ -84,6 +84,15 @@ def m006_event_date_index(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memories_event_date ON memories(event_date) WHERE event_date IS NOT NULL")
 
 
+@migration
+def m007_arbitration(db: sqlite3.Connection) -> None:
+    # commitment arbitration: who replaced a memory, the situation it holds in, what it contradicts, its history
+    db.execute("ALTER TABLE memories ADD COLUMN superseded_by TEXT")
+    db.execute("ALTER TABLE memories ADD COLUMN situation TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE memories ADD COLUMN conflicts TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE memories ADD COLUMN trace TEXT NOT NULL DEFAULT '[]'")
+
+
 def apply(db: sqlite3.Connection) -> list[str]:
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = {row[0] for row in db.execute("SELECT name FROM _migrations")}

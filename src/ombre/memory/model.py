@@ -57,8 +57,17 @@ class Memory:
     status: str = UNCONFIRMED
     archived: bool = False
     evidence: Evidence = field(default_factory=Evidence)
+    # commitment arbitration (seed §8.2): a replaced memory is kept, with a trace, but is no longer current
+    superseded_by: str | None = None
+    situation: str = ""  # the circumstance a coexisting memory holds in (有家人在时, 在家时)
+    conflicts: list[str] = field(default_factory=list)  # ids it contradicts: recall shows the conflict
+    trace: list[dict] = field(default_factory=list)  # at, action, other, quote, by
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     has_vector: bool = False
+
+    @property
+    def current(self) -> bool:
+        return not self.archived and self.superseded_by is None
 
     @property
     def is_commitment(self) -> bool:

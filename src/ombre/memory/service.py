@@ -5,9 +5,12 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from typing import Callable
+
 from ..errors import MemoryInputError
 from ..files import replace_atomic
 from ..settings import Settings
+from .arbitration import Verdict
 from .breath import BreathRequest, BreathResult, breath
 from .embed import E5Embedder, Embedder
 from .hold import HoldRequest, HoldResult, enrich_pending, hold
@@ -25,6 +28,8 @@ class MemoryService:
         self._embedder = embedder
         self._use_vectors = use_vectors
         self.embedder_error: str | None = None
+        # commitment arbitration, attached by the write layer (write/commitment_arbitrate.open_service)
+        self.arbitrate: Callable[[Memory], Verdict] | None = None
 
     @property
     def embedder(self) -> Embedder | None:
@@ -50,7 +55,7 @@ class MemoryService:
         s = self.settings
         return hold(self.store, req, embedder=self.embedder, max_chars=s.max_content_chars,
                     extra_types=s.extra_types, auto_daily=s.auto_hold_daily, max_pinned=s.max_pinned,
-                    max_10=s.max_importance_10, max_9=s.max_importance_9, now=now)
+                    max_10=s.max_importance_10, max_9=s.max_importance_9, now=now, arbitrate=self.arbitrate)
 
     def breath(self, req: BreathRequest, now: dt.datetime | None = None, touch: bool = True) -> BreathResult:
         result = breath(self.store, req, embedder=self.embedder, now=now, touch=touch)
@@ -63,6 +68,19 @@ class MemoryService:
         if m is None:
             raise MemoryInputError(f"no memory with id {memory_id!r}", hint="list ids with `ombre memories list`")
         return m
+
+    def history(self, memory_id: str) -> dict:
+        """A memory's trace and the chain of memories that replaced it, newest last (`memories trace`)."""
+        m = self.get(memory_id)
+        chain, seen, nxt = [], {m.id}, m.superseded_by
+        while nxt and nxt not in seen:
+            seen.add(nxt)
+            successor = self.store.get(nxt)
+            if successor is None:
+                break
+            chain.append(successor.to_dict())
+            nxt = successor.superseded_by
+        return {"memory": m.to_dict(), "current": m.current, "replaced_by": chain, "trace": m.trace}
 
     def set_flag(self, memory_id: str, *, pinned: bool | None = None, archived: bool | None = None,
                  force: bool = False) -> Memory:

@@ -18,24 +18,33 @@ from .model import Evidence, Memory
 from .segment import match_expression
 from .store import GateEntry
 
-_COLUMNS = ("id, content, title, type, tags, importance, pinned, valence, arousal, domain, event_date, created, "
-            "last_active, activation_count, status, archived, from_session, evidence_date, quote, "
-            "embedding IS NOT NULL")
+_FIELDS = ("content", "title", "type", "tags", "importance", "pinned", "valence", "arousal", "domain", "event_date",
+           "created", "last_active", "activation_count", "status", "archived", "from_session", "evidence_date",
+           "quote", "superseded_by", "situation", "conflicts", "trace")
+_COLUMNS = "id, " + ", ".join(_FIELDS) + ", embedding IS NOT NULL"
+_INSERT = f"INSERT INTO memories (id, {', '.join(_FIELDS)}) VALUES ({', '.join('?' * (len(_FIELDS) + 1))})"
+_INSERT_WITH_VECTOR = (f"INSERT INTO memories (id, {', '.join(_FIELDS)}, embedding, embed_model) "
+                       f"VALUES ({', '.join('?' * (len(_FIELDS) + 3))})")
+_UPDATE = f"UPDATE memories SET {', '.join(f'{c}=?' for c in _FIELDS)} WHERE id=?"
 
 
 def _row_to_memory(row: tuple) -> Memory:
     (mid, content, title, kind, tags, importance, pinned, valence, arousal, domain, event_date, created,
-     last_active, activation, status, archived, from_session, ev_date, quote, has_vec) = row
+     last_active, activation, status, archived, from_session, ev_date, quote, superseded_by, situation, conflicts,
+     trace, has_vec) = row
     return Memory(id=mid, content=content, title=title, type=kind, tags=json.loads(tags), importance=importance,
                   pinned=bool(pinned), valence=valence, arousal=arousal, domain=domain, event_date=event_date,
                   created=created, last_active=last_active, activation_count=activation, status=status,
-                  archived=bool(archived), evidence=Evidence(from_session, ev_date, quote), has_vector=bool(has_vec))
+                  archived=bool(archived), evidence=Evidence(from_session, ev_date, quote),
+                  superseded_by=superseded_by, situation=situation, conflicts=json.loads(conflicts),
+                  trace=json.loads(trace), has_vector=bool(has_vec))
 
 
 def _values(m: Memory) -> tuple:
     return (m.content, m.title, m.type, json.dumps(m.tags, ensure_ascii=False), m.importance, int(m.pinned),
             m.valence, m.arousal, m.domain, m.event_date, m.created, m.last_active, m.activation_count, m.status,
-            int(m.archived), m.evidence.from_session, m.evidence.date, m.evidence.quote)
+            int(m.archived), m.evidence.from_session, m.evidence.date, m.evidence.quote, m.superseded_by,
+            m.situation, json.dumps(m.conflicts), json.dumps(m.trace, ensure_ascii=False))
 
 
 class SQLiteStore:
@@ -73,9 +82,7 @@ class SQLiteStore:
 
     def add(self, memory: Memory, terms: tuple[str, str]) -> None:
         self._write([
-            ("INSERT INTO memories (id, content, title, type, tags, importance, pinned, valence, arousal, domain, "
-             "event_date, created, last_active, activation_count, status, archived, from_session, evidence_date, "
-             "quote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (memory.id, *_values(memory))),
+            (_INSERT, (memory.id, *_values(memory))),
             ("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id)),
         ])
 
@@ -83,20 +90,14 @@ class SQLiteStore:
         """Add many memories in one transaction (import, benchmarks); all or nothing."""
         steps = []
         for memory, terms, vector in rows:
-            steps.append(("INSERT INTO memories (id, content, title, type, tags, importance, pinned, valence, "
-                          "arousal, domain, event_date, created, last_active, activation_count, status, archived, "
-                          "from_session, evidence_date, quote, embedding, embed_model) VALUES (?, ?, ?, ?, ?, ?, ?, "
-                          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                          (memory.id, *_values(memory),
-                           None if vector is None else np.asarray(vector, dtype=np.float32).tobytes(),
-                           model if vector is not None else None)))
+            steps.append((_INSERT_WITH_VECTOR, (memory.id, *_values(memory),
+                                                None if vector is None else np.asarray(vector, dtype=np.float32).tobytes(),
+                                                model if vector is not None else None)))
             steps.append(("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id)))
         self._write(steps)
 
     def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
-        steps = [("UPDATE memories SET content=?, title=?, type=?, tags=?, importance=?, pinned=?, valence=?, "
-                  "arousal=?, domain=?, event_date=?, created=?, last_active=?, activation_count=?, status=?, "
-                  "archived=?, from_session=?, evidence_date=?, quote=? WHERE id=?", (*_values(memory), memory.id))]
+        steps = [(_UPDATE, (*_values(memory), memory.id))]
         if terms is not None:
             steps += [("DELETE FROM memories_fts WHERE memory_id=?", (memory.id,)),
                       ("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id))]
@@ -173,7 +174,8 @@ class SQLiteStore:
     def on_month_day(self, month_day: str) -> list[Memory]:
         pattern = f"%-{month_day}"
         return [_row_to_memory(r) for r in self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE archived=0 AND (event_date LIKE ? OR created LIKE ?)",
+            f"SELECT {_COLUMNS} FROM memories WHERE archived=0 AND superseded_by IS NULL "
+            "AND (event_date LIKE ? OR created LIKE ?)",
             (pattern, f"%-{month_day}T%"))]
 
     def on_dates(self, dates: list[str]) -> list[Memory]:
@@ -182,7 +184,7 @@ class SQLiteStore:
             return []
         marks = ",".join("?" * len(dates))
         return [_row_to_memory(r) for r in self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE archived=0 AND event_date IN ({marks}) "
+            f"SELECT {_COLUMNS} FROM memories WHERE archived=0 AND superseded_by IS NULL AND event_date IN ({marks}) "
             "ORDER BY event_date, importance DESC", tuple(dates))]
 
     COMMON_SHARE = 0.05  # in a large store, a term in more than 5 % of memories ranks nothing

@@ -1,0 +1,163 @@
+"""Commitment arbitration (seed §8.2, §8.4; issue #6): the seed's four cases with the rules backend and with
+a model behind fakes that speak the real Anthropic and OpenAI wire formats on 127.0.0.1."""
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ombre.memory.breath import BreathRequest
+from ombre.memory.hold import HoldRequest
+from ombre.memory.service import MemoryService
+from ombre.settings import Settings
+from ombre.write.commitment_arbitrate import open_service
+from tests.fake_anthropic import FakeAnthropic, Reply
+from tests.fake_openai import FakeOpenAI
+from tests.servers import Server
+
+
+def service(tmp_path: Path, embedder, **env: str) -> MemoryService:
+    s = open_service(Settings.from_env({"HOME": str(tmp_path), **env}), embedder=embedder)
+    return s
+
+
+@pytest.fixture
+def rules(tmp_path: Path, embedder):
+    s = service(tmp_path, embedder)
+    yield s
+    s.close()
+
+
+def hold(svc: MemoryService, content: str, **kw):
+    result = svc.hold(HoldRequest(content=content, **kw))
+    assert result.stored, result
+    return result
+
+
+def recalled(svc: MemoryService, query: str) -> list[str]:
+    return [c.content for c in svc.breath(BreathRequest(query), touch=False).cards]
+
+
+# -- the seed's cases, rules backend --------------------------------------------------------------------
+def test_case_a_a_change_of_day_replaces_the_old_commitment_with_a_trace(rules):
+    old = hold(rules, "每周三晚上语音", type="承诺", quote="以后每周三晚上都语音吧")
+    new = hold(rules, "语音改到每周四晚上", type="承诺", quote="这周改成周四吧，之后也周四。")
+    assert new.arbitration["action"] == "overwrite" and new.arbitration["target"] == old.id
+    assert recalled(rules, "我们什么时候语音") == ["语音改到每周四晚上"]  # the old one no longer reads as current
+    history = rules.history(old.id)
+    assert not history["current"] and history["replaced_by"][0]["id"] == new.id
+    assert history["trace"][0]["action"] == "overwritten by" and history["trace"][0]["quote"] == "这周改成周四吧，之后也周四。"
+    assert rules.store.get(old.id) is not None  # kept, retrievable
+
+
+def test_case_b_nickname_at_home_and_full_name_with_family_coexist(rules):
+    home = hold(rules, "在家叫她小满", type="规则", quote="在家就叫我小满")
+    family = hold(rules, "有家人在时叫她全名", type="规则", quote="有家人在的时候叫我全名")
+    assert family.arbitration["action"] == "coexist"
+    a, b = rules.store.get(home.id), rules.store.get(family.id)
+    assert a.current and b.current and a.situation and b.situation and a.situation != b.situation
+    cards = rules.breath(BreathRequest("怎么称呼她"), touch=False).cards
+    assert {c.id for c in cards} >= {home.id, family.id}
+    assert all("情境" in c.render() for c in cards if c.id in (home.id, family.id))
+
+
+def test_case_c_noodles_then_rice_is_not_arbitrated(rules):
+    first = rules.hold(HoldRequest(content="今天想吃面", type="日常", source="auto"))
+    second = rules.hold(HoldRequest(content="算了想吃米", type="日常", source="auto"))
+    assert first.arbitration is None and second.arbitration is None
+    assert all(rules.store.get(r.id).current for r in (first, second) if r.stored)
+
+
+def test_two_exclusive_commitments_become_a_visible_conflict(rules):
+    ten = hold(rules, "每天晚上十点前睡觉", type="约定", quote="我们约好每天晚上十点前睡")
+    twelve = hold(rules, "每天晚上十二点前睡觉", type="约定", quote="每天晚上十二点前睡就行")
+    assert twelve.arbitration["action"] == "contradiction" and twelve.status == "未确认"
+    assert rules.store.get(ten.id).conflicts == [twelve.id]
+    rendered = [c.render() for c in rules.breath(BreathRequest("几点睡觉"), touch=False).cards]
+    assert any("矛盾" in r for r in rendered)
+
+
+def test_the_same_commitment_twice_is_skipped(rules):
+    hold(rules, "每周三晚上语音", type="承诺", quote="以后每周三晚上都语音吧")
+    again = rules.hold(HoldRequest(content="每周三晚上语音。", type="承诺"))
+    assert not again.stored and again.decision == "skip"
+
+
+def test_an_unrelated_change_word_does_not_replace_a_commitment(rules):
+    call = hold(rules, "每周三晚上语音", type="承诺", quote="以后每周三晚上都语音吧")
+    spicy = hold(rules, "以后都不吃辣了", type="规则", quote="我以后都不吃辣了")
+    assert spicy.arbitration["action"] == "add" and rules.store.get(call.id).current
+
+
+# -- a model behind the real wire formats ---------------------------------------------------------------
+def test_an_anthropic_model_decides_through_the_messages_api(tmp_path, embedder):
+    with FakeAnthropic() as fake:
+        svc = service(tmp_path, embedder, OMBRE_LLM="anthropic", OMBRE_LLM_MODEL="claude-haiku-4-5",
+                      OMBRE_LLM_BASE_URL=fake.url, OMBRE_LLM_API_KEY="sk-test")
+        try:
+            old = hold(svc, "每周三晚上语音", type="承诺", quote="以后每周三晚上都语音吧")
+            fake.replies = [Reply.text(f'好的：{{"action": "overwrite", "target": "{old.id}", "reason": "改口"}}')]
+            new = hold(svc, "语音改到每周四晚上", type="承诺", quote="这周改成周四吧，之后也周四。")
+        finally:
+            svc.close()
+    assert new.arbitration == {**new.arbitration, "action": "overwrite", "by": "anthropic:claude-haiku-4-5"}
+    body = fake.messages_requests()[-1]
+    assert body["model"] == "claude-haiku-4-5" and old.id in body["messages"][0]["content"]
+
+
+def test_an_openai_compatible_model_decides_through_chat_completions(tmp_path, embedder):
+    with FakeOpenAI() as fake:
+        svc = service(tmp_path, embedder, OMBRE_LLM="openai", OMBRE_LLM_MODEL="qwen2.5", OMBRE_LLM_BASE_URL=fake.url)
+        try:
+            home = hold(svc, "在家叫她小满", type="规则", quote="在家就叫我小满")
+            fake.replies = [json.dumps({"action": "coexist", "target": home.id, "situation": "有家人在时",
+                                        "old_situation": "在家只有我们俩时", "reason": "不同情境"}, ensure_ascii=False)]
+            family = hold(svc, "有家人在时叫她全名", type="规则", quote="有家人在的时候叫我全名")
+            old = svc.store.get(home.id)
+        finally:
+            svc.close()
+    assert family.arbitration["action"] == "coexist" and old.situation == "在家只有我们俩时"
+    assert fake.requests[-1]["response_format"] == {"type": "json_object"}
+
+
+@pytest.mark.parametrize("failure", ["down", "hung", "500", "not json", "bad action"])
+def test_case_d_a_judge_that_fails_still_gets_the_memory_written_as_unconfirmed(tmp_path, embedder, failure):
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen()
+    with FakeOpenAI() as fake:
+        fake.replies = {"500": [500], "not json": ["我觉得应该覆盖"], "bad action": ['{"action": "delete"}']}.get(failure, [])
+        url = {"down": "http://127.0.0.1:9/v1", "hung": f"http://127.0.0.1:{hung.getsockname()[1]}/v1"}.get(failure, fake.url)
+        svc = service(tmp_path, embedder, OMBRE_LLM="openai", OMBRE_LLM_MODEL="m", OMBRE_LLM_BASE_URL=url,
+                      OMBRE_LLM_TIMEOUT_MS="1000")
+        try:
+            hold(svc, "每周三晚上语音", type="承诺", quote="以后每周三晚上都语音吧")
+            started = time.monotonic()
+            result = svc.hold(HoldRequest(content="语音改到每周四晚上", type="承诺", quote="这周改成周四吧，之后也周四。"))
+            took = time.monotonic() - started
+        finally:
+            svc.close()
+            hung.close()
+    assert result.stored and result.status == "未确认" and took < 3
+    assert any("仲裁没有完成" in r for r in result.reasons)
+    assert not any("繁忙" in r or "busy" in r for r in result.reasons + result.warnings)
+
+
+# -- over HTTP (seed §14: never two truths) ----------------------------------------------------------------
+def test_two_exclusive_commitments_over_http_leave_a_trace_not_two_truths(tmp_path):
+    server = Server(tmp_path)
+    try:
+        post = lambda body: httpx.post(server.url + "/v1/hold", json=body, timeout=30).json()  # noqa: E731
+        first = post({"content": "每周三晚上语音", "type": "承诺", "quote": "以后每周三晚上都语音吧"})
+        second = post({"content": "语音改到每周四晚上", "type": "承诺", "quote": "这周改成周四吧，之后也周四。"})
+        cards = httpx.post(server.url + "/v1/breath", json={"query": "什么时候语音"}, timeout=30).json()["cards"]
+        old = httpx.get(f"{server.url}/v1/memories/{first['id']}", timeout=30).json()
+    finally:
+        server.stop()
+    assert second["arbitration"]["action"] == "overwrite"
+    assert [c["id"] for c in cards if "语音" in c["content"]] == [second["id"]]
+    assert old["superseded_by"] == second["id"] and old["trace"][0]["quote"] == "这周改成周四吧，之后也周四。"
