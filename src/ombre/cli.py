@@ -819,8 +819,10 @@ def keeper_run(settings: Settings, session: str | None, once: bool, interval: in
     from .tunnel.keeper import Keeper
     from .tunnel.tunnel import memory_holder
 
+    from .write.async_distill import for_keeper
+
     b = _bridge(settings)
-    k = Keeper(settings, b, memory_holder(settings))
+    k = Keeper(settings, b, memory_holder(settings), distill=for_keeper(settings))
     while True:
         try:
             entry = k.tick(_keeper_session(settings, b, session))
@@ -879,6 +881,71 @@ def keeper_reset(settings: Settings) -> None:
     state.failures, state.breaker = 0, False
     state.save(settings.keeper_state)
     click.echo("breaker closed; automatic runs resume on the next pass")
+
+
+@main.group(invoke_without_command=True)
+@click.option("--session", default=None, help="The session to read [default: the current project's newest].")
+@click.option("--force", is_flag=True, help="Run even if not due (5 new turns or 10 idle minutes).")
+@dry_run_option
+@json_option
+@click.pass_context
+@handles_errors
+def distill(ctx: click.Context, session: str | None, force: bool, dry_run: bool, as_json: bool) -> None:
+    """Settle what the person said into memory (0–3 candidates, quoted, through write_gate)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from .write.async_distill import Distiller
+    from .write.llm import from_settings
+
+    settings = ctx.obj
+    service = _service(settings)
+    try:
+        result = Distiller(settings, service, from_settings(settings)).run(_session(settings, session), force=force,
+                                                                          dry_run=dry_run)
+    finally:
+        service.close()
+
+    def human() -> str:
+        lines = [f"distill {result.session}: {'ran' if result.ran else 'did not run'} ({result.reason})"
+                 + (" — dry run, nothing written" if dry_run else "")]
+        lines += [f"  candidate [{c['type']}] {c['content']}  原话「{c['quote']}」" for c in result.candidates]
+        lines += [f"  held {h['decision']}: {h['content']}" + (f"  ({'；'.join(h['reasons'])})" if h["reasons"] else "")
+                  for h in result.held]
+        return "\n".join(lines)
+
+    _emit(as_json, result, human)
+
+
+@distill.command("status")
+@click.option("--session", default=None)
+@json_option
+@click.pass_obj
+@handles_errors
+def distill_status(settings: Settings, session: str | None, as_json: bool) -> None:
+    """The cursor, today's automatic holds against the cap, and the last outcomes."""
+    from .write.async_distill import status
+
+    service = _service(settings)
+    try:
+        try:
+            path = _session(settings, session)
+        except OmbreError:
+            path = None
+        report = status(settings, service, path)
+    finally:
+        service.close()
+
+    def human() -> str:
+        lines = [f"enabled   {'yes' if report['enabled'] else 'no (ASYNC_DISTILL=0)'}",
+                 f"today     {report['auto_holds_today']}/{report['daily_cap']} automatic holds"]
+        if "session" in report:
+            lines.append(f"session   {report['session']}  cursor {(report['cursor'] or {}).get('uuid', 'none')}"
+                         f"  new person turns {report['new_person_turns']}")
+        lines += [f"  {o.get('at', '')}  {'ran' if o.get('ran') else 'skip'}  {o.get('reason', '')}"
+                  for o in report["last_outcomes"]]
+        return "\n".join(lines)
+
+    _emit(as_json, report, human)
 
 
 if __name__ == "__main__":

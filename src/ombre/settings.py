@@ -85,6 +85,8 @@ class Settings:
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout_ms: int = 5_000
+    async_distill: bool = True  # ASYNC_DISTILL=0 turns background distillation off
+    distill_warmup: bool = False  # OMBRE_DISTILL_WARMUP=1: a new session's recent turns are read too
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -140,6 +142,8 @@ class Settings:
             llm_model=env.get("OMBRE_LLM_MODEL") or None,
             llm_api_key=env.get("OMBRE_LLM_API_KEY") or None,
             llm_timeout_ms=_int(env, "OMBRE_LLM_TIMEOUT_MS", 5_000),
+            async_distill=_flag(env, "ASYNC_DISTILL", True),
+            distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),
         )
 
     @property

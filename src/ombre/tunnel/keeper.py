@@ -144,9 +144,10 @@ class Keeper:
     settings: Settings
     bridge: Bridge | None
     holder: Holder | None
-    before_forge: Callable[[Path], None] | None = None  # the distillation hook point (seed §10)
+    # async distillation (seed §8.1, §10): asked every pass whether it is due, and forced right before a forge
+    distill: Callable[[Path, bool], None] | None = None
     tunnel: Callable[..., TunnelResult] = run_tunnel
-    outcomes: list[dict] = field(default_factory=list)
+    _distilled: str = ""  # the fingerprint distillation last saw
 
     def tick(self, path: Path, now: dt.datetime | None = None) -> dict:
         """One pass of the state machine for the session at `path`; returns the last metrics line."""
@@ -166,6 +167,15 @@ class Keeper:
             # Without a bridge nothing would resume the new file: the chat would go on in the old one.
             decision = Decision("skip", "no bridge to re-bind (set OMBRE_BRIDGE): automatic swaps are off")
         base = {"session": reading.session, "used_pct": reading.used_pct, "fingerprint": reading.fingerprint}
+        # asked when the chat is idle and the file changed since it last asked (reading a long transcript every
+        # pass would cost seconds), and always right before a forge
+        idle_and_new = reading.idle_s >= s.idle_secs and reading.fingerprint != self._distilled
+        if self.distill is not None and (decision.action == "forge" or idle_and_new):
+            self._distilled = reading.fingerprint
+            try:
+                self.distill(path, decision.action == "forge")
+            except Exception as exc:  # noqa: BLE001 — distillation failing never blocks the keeper or a swap
+                metric(s, {**base, "decision": "note", "reason": f"distill failed: {exc}"})
         if decision.action == "skip":
             state.save(s.keeper_state)
             return metric(s, {**base, "decision": "skip", "reason": decision.reason})
@@ -176,11 +186,6 @@ class Keeper:
         state.save(s.keeper_state)
         metric(s, {**base, "decision": "trigger", "mode": decision.action, "reason": decision.reason})
         try:
-            if decision.action == "forge" and self.before_forge is not None:
-                try:
-                    self.before_forge(path)
-                except Exception as exc:  # noqa: BLE001 — distillation failing never blocks the swap
-                    metric(s, {**base, "decision": "note", "reason": f"distill before forge failed: {exc}"})
             result = self.tunnel(s, path, TunnelOptions(mode=decision.action), bridge=self.bridge,
                                  holder=self.holder)
         except Exception as exc:  # noqa: BLE001 — recorded, counted, and the breaker decides

@@ -1,0 +1,266 @@
+"""async_distill (seed §8.1): settle what was said into memory in the background, not only at a swap.
+
+Triggers: 5 real person turns since the last run, 10 idle minutes after a new turn, or right before a forge
+(the keeper's hook point). A cursor per session (the uuid and time of the last turn read) means a run reads
+only what is new; a forged session, which keeps its lines' uuids, inherits its parent's cursor, and a new
+session starts at its end unless warm-up is on. Each run proposes 0–3 candidates (zero is a normal answer)
+from the PERSON's turns only — the assistant's words are never stored as the person's facts — each quoted
+verbatim from the transcript, then held as `auto` through write_gate (low-surprise ones are only logged)
+and, where it applies, commitment arbitration; write_gate's daily quota caps automatic holds. A failing
+model means this run writes nothing and the cursor stays where it was.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..memory import write_gate
+from ..memory.hold import HoldRequest
+from ..memory.model import SHANGHAI
+from ..memory.service import MemoryService
+from ..settings import Settings
+from ..transcript.chain import scan
+from ..window import history
+from .llm import JsonModel, ModelError
+
+MAX_CANDIDATES = 3
+TURNS_TRIGGER = 5
+IDLE_TRIGGER_S = 600
+WARMUP_TURNS = 10
+_SENTENCE = re.compile(r"[^。！？!?\n；;]+[。！？!?；;]?")
+_QUESTION = re.compile(r"[?？]\s*$|[吗呢嘛]\s*[。.!！]?\s*$")
+# (type, importance, pattern): what the person says that is worth keeping, most binding first (seed §7, §8.3)
+RULES = [
+    ("约定", 7, re.compile(r"约好|说好|约定|咱们以后|我们以后|以后每|每周[一二三四五六日天]|每天[^，。]{0,6}(?:都|要)")),
+    ("承诺", 7, re.compile(r"答应|保证|一定会|记得提醒|提醒我|别忘了")),
+    ("规则", 7, re.compile(r"不要|别再|千万别|绝不|不许|受不了|过敏|(?:就|要)?叫我|以后都不|以后别")),
+    ("事件", 6, re.compile(r"(?:下周|这周|周[一二三四五六日天]|明天|后天|\d{1,2}[号日]|\d{1,2}月|下个月)[^，。]{0,10}"
+                         r"(?:要|去|有|复诊|考试|面试|出差|搬家|生日|回家)")),
+    ("偏好", 5, re.compile(r"最喜欢|我喜欢|最爱|爱吃|爱喝|不喜欢|讨厌")),
+]
+SYSTEM = ("你从一段陪伴对话里挑出值得长期记住的事，最多 3 条，可以是 0 条。只看「对方」说的话，绝不把「我」（助手）"
+          "说的话当成对方的事实。只输出 JSON：{\"candidates\": [{\"type\": \"承诺|约定|规则|事件|偏好\", "
+          "\"content\": \"一句话概括\", \"quote\": \"对方的原话，一字不改，最多两句\", \"importance\": 1-10}]}。"
+          "闲聊、一时的情绪、寒暄不要记。")
+
+
+@dataclass
+class Turn:
+    who: str  # person | assistant
+    text: str
+    uuid: str = ""
+    when: str | None = None  # ISO timestamp
+
+
+@dataclass
+class Candidate:
+    type: str
+    content: str
+    quote: str
+    importance: int
+    uuid: str = ""
+    when: str | None = None
+
+
+@dataclass
+class DistillResult:
+    session: str
+    ran: bool
+    reason: str
+    new_turns: int = 0
+    candidates: list[dict] = field(default_factory=list)
+    held: list[dict] = field(default_factory=list)
+    cursor: str | None = None
+    dry_run: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) >= 4]
+
+
+def rules_candidates(turns: list[Turn]) -> list[Candidate]:
+    """The person's sentences that match a rule, most binding first; questions are not facts."""
+    found: list[tuple[int, int, Candidate]] = []
+    seen: set[str] = set()
+    for n, turn in enumerate(turns):
+        if turn.who != "person":
+            continue
+        for sentence in _sentences(turn.text):
+            if _QUESTION.search(sentence) or sentence in seen or len(sentence) > 80:
+                continue
+            for rank, (kind, importance, pattern) in enumerate(RULES):
+                if pattern.search(sentence):
+                    seen.add(sentence)
+                    found.append((rank, -n, Candidate(kind, sentence.rstrip("。！!；;"), sentence, importance,
+                                                      turn.uuid, turn.when)))
+                    break
+    found.sort(key=lambda x: (x[0], x[1]))
+    return [c for _, _, c in found[:MAX_CANDIDATES]]
+
+
+def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
+    lines = [f"{'对方' if t.who == 'person' else '我'}：{t.text}" for t in turns]
+    answer = model.ask(SYSTEM, "\n".join(lines))
+    raw = answer.get("candidates")
+    if not isinstance(raw, list):
+        raise ModelError("the answer has no candidates list")
+    out = []
+    for item in raw[:MAX_CANDIDATES]:
+        if not isinstance(item, dict):
+            continue
+        quote = str(item.get("quote") or "").strip()
+        source = next((t for t in turns if t.who == "person" and quote and quote in t.text), None)
+        if source is None:  # a quote not in the person's own words is never stored
+            continue
+        kind = item.get("type") if item.get("type") in ("承诺", "约定", "规则", "事件", "偏好") else "事件"
+        importance = item.get("importance")
+        importance = importance if isinstance(importance, int) and 1 <= importance <= 10 else 5
+        out.append(Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid, source.when))
+    return out
+
+
+def read_turns(path: Path) -> tuple[str, list[Turn]]:
+    """The session's person and assistant text turns on its active chain, oldest first."""
+    with scan(Path(path)) as t:
+        turns = []
+        for e in t.events:
+            if not (e.real_user or e.type == "assistant"):
+                continue
+            content = (t.load(e).get("message") or {}).get("content")
+            if isinstance(content, list):
+                text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+            else:
+                text = content if isinstance(content, str) else ""
+            if text.strip():
+                turns.append(Turn("person" if e.real_user else "assistant", text.strip(), e.uuid, e.timestamp))
+        return t.session_id, turns
+
+
+class Distiller:
+    def __init__(self, settings: Settings, service: MemoryService, model: JsonModel | None = None) -> None:
+        self.settings, self.service, self.model = settings, service, model
+        self.warmup = settings.distill_warmup
+
+    def _cursor_key(self, sid: str) -> str:
+        return f"distill:cursor:{sid}"
+
+    def cursor(self, sid: str) -> dict | None:
+        raw = self.service.store.meta(self._cursor_key(sid))
+        if raw:
+            return json.loads(raw)
+        for entry in reversed(history.read(self.settings.history_log, limit=200)):  # a forged session's parent
+            if entry.get("new_sid") == sid and entry.get("old_sid"):
+                parent = self.service.store.meta(self._cursor_key(entry["old_sid"]))
+                if parent:
+                    return json.loads(parent)
+        return None
+
+    def run(self, path: Path, *, force: bool = False, dry_run: bool = False,
+            now: dt.datetime | None = None) -> DistillResult:
+        now = now or dt.datetime.now(dt.timezone.utc)
+        sid, turns = read_turns(path)
+        if not self.settings.async_distill:
+            return self._log(DistillResult(sid, False, "ASYNC_DISTILL=0"))
+        cursor = self.cursor(sid)
+        new = _after(turns, cursor)
+        if cursor is None and not self.warmup:
+            # a new session starts at its end: what came before was its parent's to distill (or warm-up's)
+            if not dry_run and turns:
+                self._save_cursor(sid, turns[-1])
+            return self._log(DistillResult(sid, False, "new session: cursor set at its end (warm-up off)",
+                                           cursor=turns[-1].uuid if turns else None, dry_run=dry_run))
+        if cursor is None:
+            new = turns[-WARMUP_TURNS * 2:]
+        person = [t for t in new if t.who == "person"]
+        result = DistillResult(sid, False, "", len(person), cursor=(cursor or {}).get("uuid"), dry_run=dry_run)
+        due = self._due(person, now)
+        if not person:
+            result.reason = "nothing new"
+            return self._log(result)
+        if not (force or due):
+            result.reason = f"not due ({len(person)}/{TURNS_TRIGGER} new turns, not idle)"
+            return self._log(result)
+        try:
+            candidates = (model_candidates(self.model, new) if self.model is not None else rules_candidates(new))
+        except ModelError as exc:  # the cursor stays: these turns are read again next time
+            result.reason = f"model failed: {exc}"
+            return self._log(result)
+        result.ran, result.reason = True, "forced" if force and not due else due
+        result.candidates = [asdict(c) for c in candidates]
+        if dry_run:
+            return result
+        for c in candidates:
+            day = dt.datetime.fromisoformat(c.when.replace("Z", "+00:00")).astimezone(SHANGHAI).date().isoformat() \
+                if c.when else None
+            held = self.service.hold(HoldRequest(content=c.content, type=c.type, importance=c.importance,
+                                                 quote=c.quote, from_session=sid, evidence_date=day, source="auto"))
+            result.held.append({"content": c.content, "stored": held.stored, "decision": held.decision,
+                                "id": held.id, "status": held.status, "reasons": held.reasons})
+        self._save_cursor(sid, new[-1])
+        result.cursor = new[-1].uuid
+        return self._log(result)
+
+    def _due(self, person: list[Turn], now: dt.datetime) -> str:
+        if len(person) >= TURNS_TRIGGER:
+            return f"{len(person)} new turns"
+        if person and person[-1].when:
+            last = dt.datetime.fromisoformat(person[-1].when.replace("Z", "+00:00"))
+            if (now - last).total_seconds() >= IDLE_TRIGGER_S:
+                return "idle 10 minutes"
+        return ""
+
+    def _save_cursor(self, sid: str, turn: Turn) -> None:
+        self.service.store.set_meta(self._cursor_key(sid), json.dumps({"uuid": turn.uuid, "when": turn.when}))
+
+    def _log(self, result: DistillResult) -> DistillResult:
+        if not result.dry_run:
+            entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                     **{k: v for k, v in result.to_dict().items() if k not in ("candidates",)}}
+            history.append(self.settings.ombre_home / "distill.jsonl", entry)
+        return result
+
+
+def _after(turns: list[Turn], cursor: dict | None) -> list[Turn]:
+    """The turns after the cursor: by uuid where it is still on the chain, else by time."""
+    if cursor is None:
+        return turns
+    for i, t in enumerate(turns):
+        if t.uuid == cursor.get("uuid"):
+            return turns[i + 1:]
+    when = cursor.get("when")
+    return [t for t in turns if t.when and when and t.when > when]
+
+
+def status(settings: Settings, service: MemoryService, path: Path | None) -> dict:
+    today = dt.datetime.now(dt.timezone.utc).astimezone(SHANGHAI).date().isoformat()
+    report = {"enabled": settings.async_distill, "auto_holds_today": service.store.gate_count(
+        today, "auto", (write_gate.STORE, write_gate.STORE_UNCONFIRMED)), "daily_cap": settings.auto_hold_daily,
+        "last_outcomes": history.read(settings.ombre_home / "distill.jsonl", limit=20)}
+    if path is not None:
+        sid, turns = read_turns(path)
+        cursor = Distiller(settings, service).cursor(sid)
+        report |= {"session": sid, "cursor": cursor,
+                   "new_person_turns": len([t for t in _after(turns, cursor) if t.who == "person"]) if cursor else None}
+    return report
+
+
+def for_keeper(settings: Settings) -> Callable[[Path, bool], None]:
+    """What the keeper calls each idle pass (runs when due) and right before a forge (forced)."""
+    from .commitment_arbitrate import open_service
+    from .llm import from_settings
+
+    def run(path: Path, force: bool) -> None:
+        service = open_service(settings, use_vectors=settings.use_vectors)
+        try:
+            Distiller(settings, service, from_settings(settings)).run(path, force=force)
+        finally:
+            service.close()
+
+    return run

@@ -1,0 +1,170 @@
+"""Async distillation (seed §8.1; issue #6): the labelled snippets, the cursor, the triggers, the model
+backend behind a fake that speaks OpenAI's wire format, and its failures."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from ombre.settings import Settings
+from ombre.tunnel.keeper import Keeper
+from ombre.window import history
+from ombre.write.async_distill import Distiller, for_keeper, rules_candidates
+from ombre.write.commitment_arbitrate import open_service
+from ombre.write.llm import from_settings
+from tests.distill_score import score
+from tests.fake_openai import FakeOpenAI
+from tests.transcript_gen import SessionBuilder
+
+NOW = dt.datetime(2026, 8, 3, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def test_rules_on_the_labelled_snippets():
+    s = score(rules_candidates)
+    assert s.cases >= 60
+    assert s.invented_quotes == [] and s.from_assistant == []  # no exception allowed
+    assert s.precision >= 0.8 and s.recall >= 0.8, (s.precision, s.recall)
+
+
+class Chat:
+    """A session file that grows turn by turn, as Claude Code writes it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.b = SessionBuilder(random.Random(4), clock=dt.datetime(2026, 8, 3, 1, 0, tzinfo=dt.timezone.utc))
+        self.b.metadata()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{self.b.sid}.jsonl"
+
+    @property
+    def soon(self) -> dt.datetime:
+        """A minute after the last line: not idle yet."""
+        last = json.loads(self.b.lines[-1])["timestamp"].replace("Z", "+00:00")
+        return dt.datetime.fromisoformat(last) + dt.timedelta(minutes=1)
+
+    def turn(self, person: str, reply: str = "嗯嗯。") -> None:
+        self.b.say(person)
+        self.b.reply([{"type": "text", "text": reply}])
+        self.path.write_text(self.b.text())
+
+
+@pytest.fixture
+def setup(tmp_path: Path, embedder):
+    settings = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre")})
+    service = open_service(settings, embedder=embedder)
+    yield settings, service, Chat(tmp_path / "projects" / "p")
+    service.close()
+
+
+def test_the_cursor_reads_only_what_is_new_and_a_new_session_starts_at_its_end(setup):
+    settings, service, chat = setup
+    chat.turn("以前的事：我对芒果过敏。")
+    d = Distiller(settings, service)
+    first = d.run(chat.path, now=chat.soon)
+    assert not first.ran and "cursor set at its end" in first.reason and not service.store.list()
+    chat.turn("我们约好了，以后每周三晚上都视频一次。", "好呀，我答应你每周三都在。")
+    chat.turn("今天好累啊。")
+    assert d.run(chat.path, now=chat.soon).reason.startswith("not due (2/5")
+    for text in ("外面下雨了。", "哈哈哈", "我最喜欢桂花乌龙了。"):
+        chat.turn(text)
+    done = d.run(chat.path, now=chat.soon)
+    assert done.ran and done.reason == "5 new turns"
+    held = {m.content: m for m in service.store.list()}
+    assert set(held) == {"我们约好了，以后每周三晚上都视频一次", "我最喜欢桂花乌龙了"}  # not the old 芒果 line
+    commitment = held["我们约好了，以后每周三晚上都视频一次"]
+    assert commitment.evidence.quote == "我们约好了，以后每周三晚上都视频一次。" and commitment.status == "confirmed"
+    assert commitment.evidence.from_session == chat.b.sid and commitment.evidence.date == "2026-08-03"
+    assert not any("答应你" in m.content for m in held.values())  # the assistant's words are not hers
+    assert d.run(chat.path, now=chat.soon).reason == "nothing new"
+
+
+def test_ten_idle_minutes_trigger_a_run_and_a_forged_session_keeps_its_parents_cursor(setup, tmp_path):
+    settings, service, chat = setup
+    chat.turn("你好")
+    d = Distiller(settings, service)
+    d.run(chat.path, now=NOW)
+    chat.turn("下周二我要去医院复诊。")
+    last = chat.soon - dt.timedelta(minutes=1)
+    assert d.run(chat.path, now=last + dt.timedelta(minutes=2)).reason.startswith("not due")
+    assert d.run(chat.path, now=last + dt.timedelta(minutes=11)).reason == "idle 10 minutes"
+    from ombre.window.forge import ForgeOptions, run as forge
+
+    forged = forge(chat.path, ForgeOptions(history=settings.history_log))
+    result = d.run(Path(forged.new_path), now=last + dt.timedelta(minutes=30))
+    assert result.reason == "nothing new"  # not "new session": the kept lines were already read
+
+
+def test_dry_run_force_shows_candidates_and_writes_nothing(setup):
+    settings, service, chat = setup
+    chat.turn("你好")
+    d = Distiller(settings, service)
+    d.run(chat.path, now=NOW)
+    chat.turn("提醒我周一交房租。")
+    preview = d.run(chat.path, force=True, dry_run=True, now=NOW)
+    assert preview.ran and preview.candidates[0]["quote"] == "提醒我周一交房租。"
+    assert service.store.list() == [] and d.run(chat.path, now=chat.soon).new_turns == 1  # cursor untouched
+
+
+def test_async_distill_0_turns_it_off(setup, tmp_path):
+    _, service, chat = setup
+    chat.turn("我们约好了，以后每周三晚上都视频一次。")
+    off = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre"), "ASYNC_DISTILL": "0"})
+    assert Distiller(off, service).run(chat.path, force=True).reason == "ASYNC_DISTILL=0"
+
+
+def test_a_model_proposes_and_only_quotes_from_the_person_survive(setup, tmp_path):
+    _, service, chat = setup
+    with FakeOpenAI() as fake:
+        settings = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre"),
+                                      "OMBRE_LLM": "openai", "OMBRE_LLM_MODEL": "qwen", "OMBRE_LLM_BASE_URL": fake.url})
+        d = Distiller(settings, service, from_settings(settings))
+        chat.turn("你好")
+        d.run(chat.path, now=NOW)
+        chat.turn("后天我要搬家，可能没空聊天。", "我答应你搬家那天不打扰你。")
+        fake.replies = [json.dumps({"candidates": [
+            {"type": "事件", "content": "她后天搬家", "quote": "后天我要搬家", "importance": 6},
+            {"type": "承诺", "content": "搬家那天不打扰她", "quote": "我答应你搬家那天不打扰你。", "importance": 7},
+            {"type": "偏好", "content": "她喜欢安静", "quote": "我喜欢安静", "importance": 5}]}, ensure_ascii=False)]
+        result = d.run(chat.path, force=True, now=NOW)
+    assert [c["content"] for c in result.candidates] == ["她后天搬家"]  # invented and assistant quotes dropped
+    assert [m.content for m in service.store.list()] == ["她后天搬家"]
+
+
+@pytest.mark.parametrize("failure", ["down", "500", "malformed"])
+def test_a_failing_model_writes_nothing_and_keeps_the_cursor(setup, tmp_path, failure):
+    _, service, chat = setup
+    with FakeOpenAI() as fake:
+        fake.replies = {"500": [500, 500], "malformed": ["不是 JSON", "不是 JSON"]}.get(failure, [])
+        url = "http://127.0.0.1:9/v1" if failure == "down" else fake.url
+        settings = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre"),
+                                      "OMBRE_LLM": "openai", "OMBRE_LLM_MODEL": "m", "OMBRE_LLM_BASE_URL": url,
+                                      "OMBRE_LLM_TIMEOUT_MS": "1000"})
+        d = Distiller(settings, service, from_settings(settings))
+        chat.turn("你好")
+        d.run(chat.path, now=NOW)
+        chat.turn("我们约好了，以后每周三晚上都视频一次。")
+        failed = d.run(chat.path, force=True, now=NOW)
+        again = d.run(chat.path, force=True, dry_run=True, now=NOW)
+    assert not failed.ran and failed.reason.startswith("model failed") and service.store.list() == []
+    assert again.new_turns == 1  # the unread turn is still ahead of the cursor
+
+
+def test_the_keeper_asks_distillation_first_and_a_failure_never_stops_it(setup, tmp_path):
+    settings, service, chat = setup
+    chat.turn("你好")
+    calls = []
+
+    def broken(path: Path, force: bool) -> None:
+        calls.append(force)
+        raise RuntimeError("model endpoint down")
+
+    keeper = Keeper(settings, None, None, distill=broken)
+    entry = keeper.tick(chat.path, now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1))
+    assert calls == [False] and entry["decision"] == "skip"
+    lines = [json.loads(x) for x in settings.metrics_log.read_text().splitlines()]
+    assert lines[0]["decision"] == "note" and "model endpoint down" in lines[0]["reason"]
+    Keeper(settings, None, None, distill=for_keeper(settings)).tick(chat.path, now=dt.datetime.now(dt.timezone.utc)
+                                                                     + dt.timedelta(hours=1))
+    assert history.read(settings.ombre_home / "distill.jsonl")[-1]["session"] == chat.b.sid
