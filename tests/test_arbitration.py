@@ -124,15 +124,19 @@ def test_an_openai_compatible_model_decides_through_chat_completions(tmp_path, e
     assert fake.requests[-1]["response_format"] == {"type": "json_object"}
 
 
-@pytest.mark.parametrize("failure", ["down", "hung", "500", "not json", "bad action"])
-def test_case_d_a_judge_that_fails_still_gets_the_memory_written_as_unconfirmed(tmp_path, embedder, failure):
+@pytest.mark.parametrize("backend,failure", [("openai", "down"), ("openai", "hung"), ("openai", "500"),
+                                             ("openai", "not json"), ("openai", "bad action"),
+                                             ("anthropic", "down"), ("anthropic", "hung")])
+def test_case_d_a_judge_that_fails_still_gets_the_memory_written_as_unconfirmed(tmp_path, embedder, backend, failure):
     hung = socket.socket()
     hung.bind(("127.0.0.1", 0))
     hung.listen()
     with FakeOpenAI() as fake:
         fake.replies = {"500": [500], "not json": ["我觉得应该覆盖"], "bad action": ['{"action": "delete"}']}.get(failure, [])
-        url = {"down": "http://127.0.0.1:9/v1", "hung": f"http://127.0.0.1:{hung.getsockname()[1]}/v1"}.get(failure, fake.url)
-        svc = service(tmp_path, embedder, OMBRE_LLM="openai", OMBRE_LLM_MODEL="m", OMBRE_LLM_BASE_URL=url,
+        suffix = "/v1" if backend == "openai" else ""
+        url = {"down": f"http://127.0.0.1:9{suffix}",
+               "hung": f"http://127.0.0.1:{hung.getsockname()[1]}{suffix}"}.get(failure, fake.url)
+        svc = service(tmp_path, embedder, OMBRE_LLM=backend, OMBRE_LLM_MODEL="m", OMBRE_LLM_BASE_URL=url,
                       OMBRE_LLM_TIMEOUT_MS="1000")
         try:
             hold(svc, "每周三晚上语音", type="承诺", quote="以后每周三晚上都语音吧")
@@ -145,6 +149,32 @@ def test_case_d_a_judge_that_fails_still_gets_the_memory_written_as_unconfirmed(
     assert result.stored and result.status == "未确认" and took < 3
     assert any("仲裁没有完成" in r for r in result.reasons)
     assert not any("繁忙" in r or "busy" in r for r in result.reasons + result.warnings)
+
+
+def test_case_c_chit_chat_never_reaches_the_model(tmp_path, embedder):
+    with FakeOpenAI() as fake:
+        svc = service(tmp_path, embedder, OMBRE_LLM="openai", OMBRE_LLM_MODEL="m", OMBRE_LLM_BASE_URL=fake.url)
+        try:
+            results = [svc.hold(HoldRequest(content=c, type="日常", source="auto")) for c in ("今天想吃面", "算了想吃米")]
+        finally:
+            svc.close()
+    assert fake.requests == [] and all(r.arbitration is None for r in results)
+
+
+def test_memories_trace_shows_what_replaced_a_memory(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre")}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "ombre.cli", *a], env=env, capture_output=True,  # noqa: E731
+                                    text=True, timeout=120)
+    old = json.loads(run("hold", "每周三晚上语音", "--type", "承诺", "--quote", "以后每周三晚上都语音吧", "--json").stdout)
+    new = json.loads(run("hold", "语音改到每周四晚上", "--type", "承诺", "--quote", "这周改成周四吧，之后也周四。",
+                         "--json").stdout)
+    out = run("memories", "trace", old["id"])
+    assert out.returncode == 0 and f"overwritten by {new['id']}" in out.stdout and "current   no" in out.stdout
+    assert "这周改成周四吧" in out.stdout and f"replaced by {new['id']}" in out.stdout
 
 
 # -- over HTTP (seed §14: never two truths) ----------------------------------------------------------------

@@ -132,11 +132,12 @@ def test_a_model_proposes_and_only_quotes_from_the_person_survive(setup, tmp_pat
     assert [m.content for m in service.store.list()] == ["她后天搬家"]
 
 
-@pytest.mark.parametrize("failure", ["down", "500", "malformed"])
+@pytest.mark.parametrize("failure", ["down", "slow", "500", "malformed"])
 def test_a_failing_model_writes_nothing_and_keeps_the_cursor(setup, tmp_path, failure):
     _, service, chat = setup
     with FakeOpenAI() as fake:
         fake.replies = {"500": [500, 500], "malformed": ["不是 JSON", "不是 JSON"]}.get(failure, [])
+        fake.delay_s = 3.0 if failure == "slow" else 0.0
         url = "http://127.0.0.1:9/v1" if failure == "down" else fake.url
         settings = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre"),
                                       "OMBRE_LLM": "openai", "OMBRE_LLM_MODEL": "m", "OMBRE_LLM_BASE_URL": url,
