@@ -169,3 +169,23 @@ def test_the_keeper_asks_distillation_first_and_a_failure_never_stops_it(setup, 
     Keeper(settings, None, None, distill=for_keeper(settings)).tick(chat.path, now=dt.datetime.now(dt.timezone.utc)
                                                                      + dt.timedelta(hours=1))
     assert history.read(settings.ombre_home / "distill.jsonl")[-1]["session"] == chat.b.sid
+
+
+def test_distill_commands(setup, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    settings, service, chat = setup
+    chat.turn("你好")
+    Distiller(settings, service).run(chat.path, now=chat.soon)
+    chat.turn("提醒我周一交房租。")
+    env = {**os.environ, "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre")}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "ombre.cli", "distill", *a], env=env,  # noqa: E731
+                                    capture_output=True, text=True, timeout=120)
+    preview = run("--session", str(chat.path), "--dry-run", "--force", "--json")
+    assert preview.returncode == 0, preview.stderr
+    assert json.loads(preview.stdout)["candidates"][0]["quote"] == "提醒我周一交房租。"
+    status = json.loads(run("status", "--session", str(chat.path), "--json").stdout)
+    assert status["enabled"] and status["new_person_turns"] == 1 and status["daily_cap"] == 8
+    assert status["cursor"]["uuid"] and status["last_outcomes"][-1]["session"] == chat.b.sid
