@@ -191,3 +191,16 @@ def test_two_exclusive_commitments_over_http_leave_a_trace_not_two_truths(tmp_pa
     assert second["arbitration"]["action"] == "overwrite"
     assert [c["id"] for c in cards if "语音" in c["content"]] == [second["id"]]
     assert old["superseded_by"] == second["id"] and old["trace"][0]["quote"] == "这周改成周四吧，之后也周四。"
+
+
+@pytest.mark.parametrize("old,new,action", [
+    ("每天早上用微信发早安", "还是用短信发早安吧", "overwrite"),
+    ("每周五晚上一起打游戏", "周五晚上不打游戏了", "overwrite"),
+    ("每天晚上十点语音", "以后都十一点语音", "overwrite"),
+    ("有朋友在时叫她全名", "在家时叫她宝宝", "coexist"),
+    ("每周日一起吃早饭", "另外每周日还要一起散步", "merge"),
+])
+def test_rules_handle_the_common_phrasings(rules, old, new, action):
+    first = hold(rules, old, type="约定", quote=old)
+    second = hold(rules, new, type="约定", quote=new)
+    assert second.arbitration["action"] == action and second.arbitration["target"] == first.id
