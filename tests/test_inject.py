@@ -146,6 +146,10 @@ def test_session_start_hook_hands_over_only_after_a_swap(served):
     swapped, _ = run_hook("session-start", json.dumps({"session_id": "new", "source": "resume"}), env)
     text = json.loads(swapped.stdout)["hookSpecificOutput"]
     assert text["hookEventName"] == "SessionStart" and "带病历本" in text["additionalContext"]
+    again, _ = run_hook("session-start", json.dumps({"session_id": "new", "source": "resume"}), env)
+    assert again.stdout == ""  # a bridge restart resumes the same window: it heard its handoff already
+    compacted, _ = run_hook("session-start", json.dumps({"session_id": "new", "source": "compact"}), env)
+    assert "带病历本" in json.loads(compacted.stdout)["hookSpecificOutput"]["additionalContext"]
     other, _ = run_hook("session-start", json.dumps({"session_id": "unrelated", "source": "resume"}), env)
     cleared, _ = run_hook("session-start", json.dumps({"session_id": "new", "source": "clear"}), env)
     assert other.stdout == "" and cleared.stdout == ""

@@ -36,6 +36,8 @@ class InjectRequest:
 @dataclass
 class SessionStartRequest:
     max_tokens: int = 1_500
+    session_id: str | None = None
+    source: str | None = None  # startup | resume | compact
 
 
 @dataclass
@@ -157,9 +159,16 @@ def turn_block(service: MemoryService, req: InjectRequest, *, just_now_mins: int
 def session_block(service: MemoryService, req: SessionStartRequest, *, now: dt.datetime | None = None) -> Block:
     """breath(is_session_start=True) — the latest 会话交接 and the pinned core — cut to its own budget."""
     max_tokens = req.max_tokens
+    # A window hears its handoff once (cc-connect resumes the same session on every restart); after a
+    # compaction the summary has replaced what it heard, so it hears it again.
+    key = f"session-start:{req.session_id}" if req.session_id and req.source != "compact" else None
+    if key and service.store.meta(key):
+        return Block()
     result = service.breath(BreathRequest(is_session_start=True), now=now)
     if not result.handoff or max_tokens < 50:
         return Block(degraded=result.degraded)
+    if key:
+        service.store.set_meta(key, iso(now or now_utc()))
     body = _clip(result.handoff, max_tokens - estimate_text(SESSION_HEADER) - 2)
     text = SESSION_HEADER + "\n\n" + body
     shown = [c.id for c in result.pinned if c.content[:20] in body]

@@ -59,7 +59,8 @@ def session_start(payload: dict, settings: Settings, timeout: float) -> tuple[st
     session_id = payload.get("session_id")
     if not just_swapped(settings, source, session_id if isinstance(session_id, str) else None):
         return None, f"source {source!r}: no swap to hand over"
-    body = {"max_tokens": settings.session_start_max_tokens}
+    body = {"max_tokens": settings.session_start_max_tokens, "source": source,
+            "session_id": session_id if isinstance(session_id, str) else None}
     block = post_json(settings.memory_url + "/v1/inject/session-start", body, token=settings.token,
                       timeout=timeout)
     if block is None:
