@@ -23,6 +23,8 @@ from pathlib import Path
 
 import httpx
 
+import ombre
+
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "memdaily"
 OMBRE = str(Path(sys.executable).parent / "ombre")
 
@@ -68,6 +70,9 @@ def main() -> None:
     args = ap.parse_args()
     rng = random.Random(5)
     messages, questions = corpus(args.memories, rng)
+    # as `ombre install claude-code` leaves it: bytecode compiled (this machine sets PYTHONDONTWRITEBYTECODE,
+    # under which an uncompiled checkout pays ~40 ms a turn compiling the hook's modules)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(ombre.__file__).parent)], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         export = home / "seed.jsonl"

@@ -257,7 +257,8 @@ def test_the_database_is_one_wal_sqlite_file_with_recorded_migrations(svc):
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY name")] == [
         "m001_memories", "m002_gate_log", "m003_meta", "m004_unembedded_index", "m005_fts_rank_and_vocab",
-        "m006_event_date_index", "m007_arbitration"]
+        "m006_event_date_index", "m007_arbitration",
+        "m008_type_and_date_indexes"]
     db.close()
 
 

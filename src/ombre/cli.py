@@ -612,10 +612,12 @@ def gateway(settings: Settings, host: str, port: int, upstream: str | None, memo
 def _install(settings: Settings, install: bool, dry_run: bool, as_json: bool) -> None:
     import os
 
-    from .inject.install import apply, plan
+    from .inject.install import apply, plan, precompile
 
     changes = [c for c in plan(settings, install=install, env=dict(os.environ)) if c.changed]
     backups = [] if dry_run else apply(changes)
+    if install and not dry_run:
+        precompile()
     verb = "install" if install else "uninstall"
     summary = {"dry_run": dry_run, "changed": [{"path": str(c.path), "what": c.what} for c in changes],
                "backups": [str(b) for b in backups]}

@@ -182,6 +182,14 @@ def plan(settings: Settings, *, install: bool, env: dict[str, str], exe: Path | 
             *_doc_changes(settings, install)]
 
 
+def precompile() -> None:
+    """Compile ombre's bytecode now: the hook starts a fresh Python on every turn, and a checkout run with
+    PYTHONDONTWRITEBYTECODE (or from a read-only place) would otherwise compile its modules each time."""
+    import compileall
+
+    compileall.compile_dir(str(Path(__file__).resolve().parents[1]), quiet=1)
+
+
 def apply(changes: list[FileChange], now: dt.datetime | None = None) -> list[Path]:
     """Write every changed file (old version backed up beside it); returns the backups made."""
     stamp = (now or dt.datetime.now()).strftime("%Y%m%dT%H%M%S")

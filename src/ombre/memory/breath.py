@@ -122,19 +122,22 @@ def _normalise(scores: dict[str, float], floor: float = 0.0) -> dict[str, float]
 
 def retrieve(store: MemoryStore, query: str, *, embedder: Embedder | None, extra_terms: tuple[str, ...] = (),
              keyword_weight: float = KEYWORD_WEIGHT, vector_weight: float = VECTOR_WEIGHT,
-             limit: int = CANDIDATES, degraded: list[str] | None = None) -> dict[str, tuple[float, dict]]:
-    """Fused relevance per memory id: normalised BM25 over segmented terms and normalised cosine."""
+             limit: int = CANDIDATES, degraded: list[str] | None = None,
+             query_chars: int | None = None) -> dict[str, tuple[float, dict]]:
+    """Fused relevance per memory id: normalised BM25 over segmented terms and normalised cosine.
+    `query_chars` embeds only the query's end (keywords still use all of it): a latency budget."""
     vector: dict[str, float] = {}
+    embedded = query[-query_chars:] if query_chars else query
     ids, matrix = store.vectors() if embedder is not None and vector_weight > 0 else ([], None)
     # The model and SQLite both leave Python while they work, so in a big store the query is embedded
     # while FTS5 searches; in a small one the search is quick and a second thread only contends with the
     # model's own threads for the two cores (measured: bench/breath_latency.py).
     with ThreadPoolExecutor(max_workers=1) as pool:  # no thread starts unless a task is submitted
-        pending = pool.submit(embedder.query, query) if len(ids) >= OVERLAP_FROM else None
+        pending = pool.submit(embedder.query, embedded) if len(ids) >= OVERLAP_FROM else None
         keyword = dict(store.keyword_search(query_terms(query, extra_terms), limit))
         if len(ids):
             try:
-                vec_q = pending.result() if pending is not None else embedder.query(query)
+                vec_q = pending.result() if pending is not None else embedder.query(embedded)
                 # einsum, not @: BLAS threads spinning after a matmul starve the embedding model's own
                 # threads on a 2-core machine (query 15 ms → 40 ms); a plain loop is 13 ms at 100k.
                 sims = np.einsum("ij,j->i", matrix, vec_q)
@@ -157,7 +160,7 @@ def retrieve(store: MemoryStore, query: str, *, embedder: Embedder | None, extra
 
 
 def breath(store: MemoryStore, req: BreathRequest, *, embedder: Embedder | None = None,
-           now: dt.datetime | None = None, touch: bool = True) -> BreathResult:
+           now: dt.datetime | None = None, touch: bool = True, query_chars: int | None = None) -> BreathResult:
     started = time.perf_counter()
     now = now or now_utc()
     if req.max_results < 1 or req.max_results > 50:
@@ -169,7 +172,7 @@ def breath(store: MemoryStore, req: BreathRequest, *, embedder: Embedder | None 
     if req.is_session_start and not query:
         result.handoff, result.pinned = session_start(store, now)
     if query:
-        _recall(store, req, query, embedder, now, result)
+        _recall(store, req, query, embedder, now, result, query_chars)
     today = now.astimezone(SHANGHAI).date()
     anniv = anniversary.pick(store, today)
     if anniv is not None:
@@ -181,13 +184,13 @@ def breath(store: MemoryStore, req: BreathRequest, *, embedder: Embedder | None 
 
 
 def _recall(store: MemoryStore, req: BreathRequest, query: str, embedder: Embedder | None, now: dt.datetime,
-            result: BreathResult) -> None:
+            result: BreathResult, query_chars: int | None = None) -> None:
     bias = emotion.bias(query)
     target_v = req.valence if req.valence is not None else (bias.valence if bias else None)
     target_a = req.arousal if req.arousal is not None else (bias.arousal if bias else None)
     result.emotion = bias.label if bias else None
     fused = retrieve(store, query, embedder=embedder, extra_terms=bias.extra_terms if bias else (),
-                     degraded=result.degraded)
+                     degraded=result.degraded, query_chars=query_chars)
     if embedder is not None and store.has_unembedded():
         result.degraded.append("some memories have no vector yet: only their keywords can match")
     scored: list[tuple[float, Memory, dict]] = []

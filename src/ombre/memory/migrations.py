@@ -93,6 +93,14 @@ def m007_arbitration(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE memories ADD COLUMN trace TEXT NOT NULL DEFAULT '[]'")
 
 
+@migration
+def m008_type_and_date_indexes(db: sqlite3.Connection) -> None:
+    # every injected turn asks for the latest 会话交接 and for what is due; both must not scan the store
+    db.execute("DROP INDEX memories_event_date")
+    db.execute("CREATE INDEX memories_event_date ON memories(event_date)")
+    db.execute("CREATE INDEX memories_type_created ON memories(type, created)")
+
+
 def apply(db: sqlite3.Connection) -> list[str]:
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = {row[0] for row in db.execute("SELECT name FROM _migrations")}

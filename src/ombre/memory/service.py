@@ -57,8 +57,9 @@ class MemoryService:
                     extra_types=s.extra_types, auto_daily=s.auto_hold_daily, max_pinned=s.max_pinned,
                     max_10=s.max_importance_10, max_9=s.max_importance_9, now=now, arbitrate=self.arbitrate)
 
-    def breath(self, req: BreathRequest, now: dt.datetime | None = None, touch: bool = True) -> BreathResult:
-        result = breath(self.store, req, embedder=self.embedder, now=now, touch=touch)
+    def breath(self, req: BreathRequest, now: dt.datetime | None = None, touch: bool = True,
+               query_chars: int | None = None) -> BreathResult:
+        result = breath(self.store, req, embedder=self.embedder, now=now, touch=touch, query_chars=query_chars)
         if self.embedder_error:
             result.degraded.append(self.embedder_error)
         return result

@@ -141,7 +141,8 @@ class SQLiteStore:
         where, params = [], []
         for column, value in (("archived", archived), ("pinned", pinned)):
             if value is not None:
-                where.append(f"{column}=?")
+                # with a type given, its index is the selective one: `+` keeps SQLite off the archived index
+                where.append(f"{'+' if type is not None else ''}{column}=?")
                 params.append(int(value))
         if type is not None:
             where.append("type=?")
@@ -184,7 +185,7 @@ class SQLiteStore:
             return []
         marks = ",".join("?" * len(dates))
         return [_row_to_memory(r) for r in self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE archived=0 AND superseded_by IS NULL AND event_date IN ({marks}) "
+            f"SELECT {_COLUMNS} FROM memories WHERE event_date IN ({marks}) AND +archived=0 AND superseded_by IS NULL "
             "ORDER BY event_date, importance DESC", tuple(dates))]
 
     COMMON_SHARE = 0.05  # in a large store, a term in more than 5 % of memories ranks nothing
