@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 
 PRICE_INPUT = 3.00  # $ per million tokens (Claude Sonnet)
 PRICE_OUTPUT = 15.00
-CACHE_WRITE = 1.25  # × input price, 5-minute cache
+CACHE_WRITE = {300: 1.25, 3600: 2.0}  # × input price, by cache lifetime: 5 minutes (default) or 1 hour
 CACHE_READ = 0.10
-TTL_S = 300
 WINDOW = 200_000
 COMPACT_AT = 167_000
 TOOLS_TOKENS, SYSTEM_TOKENS, PERSONA_TOKENS = 14_000, 3_000, 2_500
@@ -74,10 +73,11 @@ class Bill:
     diets: int = 0
     forges: int = 0
     per_turn: list[tuple[int, int, int]] = field(default_factory=list)  # (turn, read, write) of its first request
+    ttl_s: int = 300
 
     @property
     def dollars(self) -> float:
-        return (self.uncached * PRICE_INPUT + self.write * PRICE_INPUT * CACHE_WRITE
+        return (self.uncached * PRICE_INPUT + self.write * PRICE_INPUT * CACHE_WRITE[self.ttl_s]
                 + self.read * PRICE_INPUT * CACHE_READ + self.output * PRICE_OUTPUT) / 1e6
 
 
@@ -90,8 +90,8 @@ def _common(a: list, b: list) -> int:
     return n
 
 
-def replay(chat: list[Turn], mode: str, keeper: bool) -> Bill:
-    bill = Bill()
+def replay(chat: list[Turn], mode: str, keeper: bool, ttl_s: int = 300) -> Bill:
+    bill = Bill(ttl_s=ttl_s)
     history: list[tuple[tuple, int]] = [(("persona",), PERSONA_TOKENS)]  # CLAUDE.md rides the first message
     cached: list = []
     cache_until = -1.0
@@ -109,7 +109,7 @@ def replay(chat: list[Turn], mode: str, keeper: bool) -> Bill:
         bill.requests += 1
         if first:
             bill.per_turn.append((turn_no, hit, total - hit))
-        cached, cache_until = prefix, clock + TTL_S
+        cached, cache_until = prefix, clock + ttl_s
 
     for n, turn in enumerate(chat):
         clock += turn.gap_s
@@ -176,24 +176,26 @@ def main() -> None:
     tools = sum(len(t.rounds) for t in chat)
     print(f"replay: {len(chat)} person turns over {days:.1f} days, {args.cold:.0%} of them after > 5 idle minutes, "
           f"{tools} tool calls, "
-          f"cards on {1 - NO_CARDS:.0%} of turns, {CARD_TOKENS[0]}–{CARD_TOKENS[1]} tokens; Sonnet prices, 5-minute cache")
+          f"cards on {1 - NO_CARDS:.0%} of turns, {CARD_TOKENS[0]}–{CARD_TOKENS[1]} tokens; Sonnet prices")
+    scenarios = (("naive (cards in system)", "naive", False), ("naive + diet/forge", "naive", True),
+                 ("dual-zone (hook)", "dual", False), ("dual-zone (hook) + diet/forge", "dual", True),
+                 ("dual-zone (gateway) + diet/forge", "gateway", True))
     runs = {}
-    for label, mode, keeper in (("naive (cards in system)", "naive", False),
-                                ("naive + diet/forge", "naive", True),
-                                ("dual-zone (hook)", "dual", False),
-                                ("dual-zone (hook) + diet/forge", "dual", True),
-                                ("dual-zone (gateway) + diet/forge", "gateway", True)):
-        runs[label] = replay(chat, mode, keeper)
-    base = runs["naive (cards in system)"].dollars
-    print(f"{'scenario':<34}{'cache read':>12}{'cache write':>12}{'output':>10}{'$':>9}{'vs naive':>9}"
-          f"{'compact':>8}{'diet':>6}{'forge':>6}")
-    for label, b in runs.items():
-        print(f"{label:<34}{b.read / 1e6:>11.1f}M{b.write / 1e6:>11.1f}M{b.output / 1e6:>9.2f}M{b.dollars:>9.2f}"
-              f"{b.dollars / base:>8.0%}{b.compactions:>8}{b.diets:>6}{b.forges:>6}")
-    print("\nthe same chat shape with more or fewer turns after > 5 idle minutes (dual-zone hook + diet/forge"
-          " vs naive):")
+    for ttl, cache in ((300, "5-minute cache"), (3600, "1-hour cache (ENABLE_PROMPT_CACHING_1H=1)")):
+        runs[ttl] = {label: replay(chat, mode, keeper, ttl) for label, mode, keeper in scenarios}
+        base = runs[ttl]["naive (cards in system)"].dollars
+        print(f"\n{cache}")
+        print(f"{'scenario':<34}{'cache read':>12}{'cache write':>12}{'output':>10}{'$':>9}{'vs naive':>9}"
+              f"{'compact':>8}{'diet':>6}{'forge':>6}")
+        for label, b in runs[ttl].items():
+            print(f"{label:<34}{b.read / 1e6:>11.1f}M{b.write / 1e6:>11.1f}M{b.output / 1e6:>9.2f}M"
+                  f"{b.dollars:>9.2f}{b.dollars / base:>8.0%}{b.compactions:>8}{b.diets:>6}{b.forges:>6}")
+    runs = runs[300]
+    print("\nthe same chat shape with more or fewer turns after > 5 idle minutes (5-minute cache, dual-zone hook "
+          "+ diet/forge vs naive):")
     print("  " + "  ".join(f"{c:.0%} cold → {_ratio(args, c):.0%}" for c in (0.1, 0.2, 0.3, 0.4)))
-    print("\nper turn (first request of each person turn), turns 100–109: tokens read from cache / written")
+    print("\nper turn (5-minute cache; first request of each person turn), turns 100–109: tokens read from cache / "
+          "written")
     naive, dual = runs["naive (cards in system)"], runs["dual-zone (hook) + diet/forge"]
     print(f"{'turn':>5} {'gap':>7} {'naive read':>11} {'naive write':>12} {'dual read':>10} {'dual write':>11}")
     for (n, nr, nw), (_, dr, dw) in list(zip(naive.per_turn, dual.per_turn))[100:110]:

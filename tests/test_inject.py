@@ -358,3 +358,21 @@ def test_the_hook_process_never_imports_the_model_or_the_web_stack(tmp_path):
     env = ombre_env(tmp_path, OMBRE_URL=f"http://127.0.0.1:{free_port()}")
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=30)
     assert json.loads(out.stdout.splitlines()[-1]) == []
+
+
+def test_install_turns_on_the_1_hour_cache_unless_the_person_chose_otherwise(tmp_path):
+    home, env = _cc_home(tmp_path)
+    settings_file = home / ".claude" / "settings.json"
+    assert subprocess.run(OMBRE + ["install", "claude-code"], env=env, capture_output=True).returncode == 0
+    assert json.loads(settings_file.read_text())["env"] == {"ENABLE_PROMPT_CACHING_1H": "1"}
+    assert subprocess.run(OMBRE + ["uninstall", "claude-code"], env=env, capture_output=True).returncode == 0
+    assert "env" not in json.loads(settings_file.read_text())
+    settings_file.write_text('{"env": {"FORCE_PROMPT_CACHING_5M": "1"}}')
+    subprocess.run(OMBRE + ["install", "claude-code"], env=env, capture_output=True)
+    assert json.loads(settings_file.read_text())["env"] == {"FORCE_PROMPT_CACHING_5M": "1"}
+    subprocess.run(OMBRE + ["uninstall", "claude-code"], env=env, capture_output=True)
+    settings_file.write_text('{"env": {"ENABLE_PROMPT_CACHING_1H": "0"}}')
+    subprocess.run(OMBRE + ["install", "claude-code", "--no-cache-1h"], env=env, capture_output=True)
+    subprocess.run(OMBRE + ["install", "claude-code"], env=env, capture_output=True)
+    subprocess.run(OMBRE + ["uninstall", "claude-code"], env=env, capture_output=True)
+    assert json.loads(settings_file.read_text()) == {"env": {"ENABLE_PROMPT_CACHING_1H": "0"}}  # theirs, untouched

@@ -609,12 +609,12 @@ def gateway(settings: Settings, host: str, port: int, upstream: str | None, memo
             local.close()
 
 
-def _install(settings: Settings, install: bool, dry_run: bool, as_json: bool) -> None:
+def _install(settings: Settings, install: bool, dry_run: bool, as_json: bool, cache_1h: bool = True) -> None:
     import os
 
     from .inject.install import apply, plan, precompile
 
-    changes = [c for c in plan(settings, install=install, env=dict(os.environ)) if c.changed]
+    changes = [c for c in plan(settings, install=install, env=dict(os.environ), cache_1h=cache_1h) if c.changed]
     backups = [] if dry_run else apply(changes)
     if install and not dry_run:
         precompile()
@@ -641,13 +641,15 @@ def install() -> None:
 
 
 @install.command("claude-code")
+@click.option("--cache-1h/--no-cache-1h", default=True, show_default=True,
+              help="Set ENABLE_PROMPT_CACHING_1H=1 for Claude Code sessions (1-hour prompt cache).")
 @dry_run_option
 @json_option
 @click.pass_obj
 @handles_errors
-def install_claude_code(settings: Settings, dry_run: bool, as_json: bool) -> None:
+def install_claude_code(settings: Settings, cache_1h: bool, dry_run: bool, as_json: bool) -> None:
     """Add the hooks to settings.json, register the MCP server, import the memory discipline in CLAUDE.md."""
-    _install(settings, True, dry_run, as_json)
+    _install(settings, True, dry_run, as_json, cache_1h)
 
 
 @main.group()

@@ -88,6 +88,9 @@ def test_cards_ride_the_user_turn_and_the_cached_prefix_never_changes(tmp_path: 
     assert len({_dump(t["system"]) for t in turns}) == 1
     assert len({_dump(t["tools"]) for t in turns}) == 1
     assert {"mcp__ombre__hold", "mcp__ombre__breath"} <= {tool["name"] for tool in turns[0]["tools"]}
+    # install turned on the 1-hour cache: Claude Code marks its breakpoints with it
+    marks = [b["cache_control"] for b in turns[0]["system"] if "cache_control" in b]
+    assert marks and all(m == {"type": "ephemeral", "ttl": "1h"} for m in marks)
     assert BLOCK_HEAD not in _dump(turns[0]["system"])
     # the discipline document is imported once, at the start of the conversation, and every turn's
     # messages start with the previous turn's messages unchanged (only the cache_control marker moves)

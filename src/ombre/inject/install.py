@@ -1,7 +1,8 @@
 """`ombre install claude-code` / `ombre uninstall claude-code`: wire Ombre into a user's Claude Code.
 
 Three things change, each idempotently, each file backed up before it is replaced:
-- `settings.json`: the UserPromptSubmit and SessionStart hooks, with explicit timeouts;
+- `settings.json`: the UserPromptSubmit and SessionStart hooks, with explicit timeouts, and (unless
+  `--no-cache-1h`, or the person set it themselves) `ENABLE_PROMPT_CACHING_1H=1` in its `env`;
 - Claude Code's global config (`.claude.json`): a user-scope MCP server `ombre` (hold / breath over stdio);
 - `CLAUDE.md`: one import line for the memory discipline document, which lands in the stable zone
   (read once at the start of a session, unchanged from turn to turn, so the prompt cache holds).
@@ -25,6 +26,11 @@ from ..files import replace_atomic
 from ..settings import Settings
 
 MCP_NAME = "ombre"
+RECORD_NAME = "ombre-install.json"
+# Claude Code 2.1.112 marks its cache breakpoints with a 1-hour lifetime when this is set (checked in its
+# cli.js and on the wire): per-turn cards on the user side keep the prefix stable, so a companion's pauses of
+# 5–60 minutes then read the cache instead of writing it again (bench/cost_replay.py).
+CACHE_1H = {"ENABLE_PROMPT_CACHING_1H": "1"}
 DOC_NAME = "ombre-memory-discipline.md"
 HOOK_EVENTS = {"UserPromptSubmit": "user-prompt-submit", "SessionStart": "session-start"}
 SESSION_START_MATCHER = "startup|resume|compact"
@@ -104,7 +110,10 @@ def _without_ours(groups: list) -> list:
     return out
 
 
-def _settings_change(settings: Settings, exe: Path | None, env: dict[str, str], timeout_s: int) -> FileChange:
+def _settings_change(settings: Settings, exe: Path | None, env: dict[str, str], timeout_s: int,
+                     owned_env: dict[str, str]) -> FileChange:
+    """Hooks in settings.json, and the session environment variables install owns (added when absent,
+    removed on uninstall only if still as install left them)."""
     path = settings.claude_home / "settings.json"
     before = _read(path)
     data = _load_json(path, before)
@@ -124,8 +133,42 @@ def _settings_change(settings: Settings, exe: Path | None, env: dict[str, str], 
         data["hooks"] = hooks
     else:
         data.pop("hooks", None)
+    session_env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    for key, value in owned_env.items():
+        if exe is not None:
+            session_env[key] = value
+        elif session_env.get(key) == value:
+            session_env.pop(key)
+    if session_env:
+        data["env"] = session_env
+    else:
+        data.pop("env", None)
     after = _dump_json(data) if (data or before is not None) else None
-    return FileChange(path, before, after, "Claude Code hooks (UserPromptSubmit, SessionStart)")
+    return FileChange(path, before, after, "Claude Code hooks (UserPromptSubmit, SessionStart)"
+                      + (f" and env {', '.join(owned_env)}" if owned_env else ""))
+
+
+def _record_change(settings: Settings, owned_env: dict[str, str], install: bool) -> FileChange:
+    """What install added that was not there before, so uninstall takes back exactly that."""
+    path = settings.claude_home / RECORD_NAME
+    before = _read(path)
+    after = _dump_json({"added_env": owned_env}) if install and owned_env else None
+    return FileChange(path, before, after, "what ombre added (for uninstall)")
+
+
+def _owned_env(settings: Settings, install: bool, cache_1h: bool) -> dict[str, str]:
+    if not install:
+        record = _load_json(settings.claude_home / RECORD_NAME, _read(settings.claude_home / RECORD_NAME))
+        added = record.get("added_env")
+        return {k: str(v) for k, v in added.items()} if isinstance(added, dict) else {}
+    current = _load_json(settings.claude_home / "settings.json", _read(settings.claude_home / "settings.json"))
+    present = current.get("env") if isinstance(current.get("env"), dict) else {}
+    record = _load_json(settings.claude_home / RECORD_NAME, _read(settings.claude_home / RECORD_NAME))
+    owned = record.get("added_env") if isinstance(record.get("added_env"), dict) else {}
+    wanted = dict(CACHE_1H) if cache_1h else {}
+    # never take over a setting the person made themselves (or their choice of the 5-minute cache)
+    return {k: v for k, v in wanted.items()
+            if (k not in present or owned.get(k) == present.get(k)) and "FORCE_PROMPT_CACHING_5M" not in present}
 
 
 def _mcp_change(settings: Settings, exe: Path | None, env: dict[str, str]) -> FileChange:
@@ -170,7 +213,7 @@ def _doc_changes(settings: Settings, install: bool) -> list[FileChange]:
 
 
 def plan(settings: Settings, *, install: bool, env: dict[str, str], exe: Path | None = None,
-         timeout_s: int | None = None) -> list[FileChange]:
+         timeout_s: int | None = None, cache_1h: bool = True) -> list[FileChange]:
     """The changes `install` (or uninstall) would make; nothing is written."""
     if install and exe is None:
         exe = ombre_executable()
@@ -178,8 +221,9 @@ def plan(settings: Settings, *, install: bool, env: dict[str, str], exe: Path | 
         # Claude Code's own limit sits above ours, so our deadline (print nothing) always fires first.
         timeout_s = settings.inject_timeout_ms // 1000 + 5
     target = exe if install else None
-    return [_settings_change(settings, target, env, timeout_s), _mcp_change(settings, target, env),
-            *_doc_changes(settings, install)]
+    owned = _owned_env(settings, install, cache_1h)
+    return [_settings_change(settings, target, env, timeout_s, owned), _mcp_change(settings, target, env),
+            *_doc_changes(settings, install), _record_change(settings, owned, install)]
 
 
 def precompile() -> None:
