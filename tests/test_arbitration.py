@@ -2,6 +2,7 @@
 a model behind fakes that speak the real Anthropic and OpenAI wire formats on 127.0.0.1."""
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import time
@@ -94,34 +95,54 @@ def test_an_unrelated_change_word_does_not_replace_a_commitment(rules):
 
 
 # -- a model behind the real wire formats ---------------------------------------------------------------
-def test_an_anthropic_model_decides_through_the_messages_api(tmp_path, embedder):
-    with FakeAnthropic() as fake:
-        svc = service(tmp_path, embedder, OMBRE_LLM="anthropic", OMBRE_LLM_MODEL="claude-haiku-4-5",
-                      OMBRE_LLM_BASE_URL=fake.url, OMBRE_LLM_API_KEY="sk-test")
+@contextlib.contextmanager
+def judged_by(kind: str, tmp_path: Path, embedder):
+    """A memory service whose arbitration asks a model behind a fake of that vendor's wire format; yields
+    the service, a function that queues the model's next answer, and the recorded request bodies."""
+    fake = FakeAnthropic() if kind == "anthropic" else FakeOpenAI()
+    with fake:
+        svc = service(tmp_path, embedder, OMBRE_LLM=kind, OMBRE_LLM_MODEL="judge-model", OMBRE_LLM_BASE_URL=fake.url,
+                      OMBRE_LLM_API_KEY="sk-test")
+
+        def answer(verdict: dict) -> None:
+            text = "裁决：" + json.dumps(verdict, ensure_ascii=False)  # prose around the JSON, as models write
+            fake.replies.append(Reply.text(text) if kind == "anthropic" else text)
+
+        bodies = fake.messages_requests if kind == "anthropic" else (lambda: fake.requests)
         try:
-            old = hold(svc, "每周三晚上语音", type="承诺", quote="以后每周三晚上都语音吧")
-            fake.replies = [Reply.text(f'好的：{{"action": "overwrite", "target": "{old.id}", "reason": "改口"}}')]
-            new = hold(svc, "语音改到每周四晚上", type="承诺", quote="这周改成周四吧，之后也周四。")
+            yield svc, answer, bodies
         finally:
             svc.close()
-    assert new.arbitration == {**new.arbitration, "action": "overwrite", "by": "anthropic:claude-haiku-4-5"}
-    body = fake.messages_requests()[-1]
-    assert body["model"] == "claude-haiku-4-5" and old.id in body["messages"][0]["content"]
 
 
-def test_an_openai_compatible_model_decides_through_chat_completions(tmp_path, embedder):
-    with FakeOpenAI() as fake:
-        svc = service(tmp_path, embedder, OMBRE_LLM="openai", OMBRE_LLM_MODEL="qwen2.5", OMBRE_LLM_BASE_URL=fake.url)
-        try:
-            home = hold(svc, "在家叫她小满", type="规则", quote="在家就叫我小满")
-            fake.replies = [json.dumps({"action": "coexist", "target": home.id, "situation": "有家人在时",
-                                        "old_situation": "在家只有我们俩时", "reason": "不同情境"}, ensure_ascii=False)]
-            family = hold(svc, "有家人在时叫她全名", type="规则", quote="有家人在的时候叫我全名")
-            old = svc.store.get(home.id)
-        finally:
-            svc.close()
-    assert family.arbitration["action"] == "coexist" and old.situation == "在家只有我们俩时"
-    assert fake.requests[-1]["response_format"] == {"type": "json_object"}
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_case_a_with_a_model(tmp_path, embedder, kind):
+    with judged_by(kind, tmp_path, embedder) as (svc, answer, bodies):
+        old = hold(svc, "每周三晚上语音", type="承诺", quote="以后每周三晚上都语音吧")
+        answer({"action": "overwrite", "target": old.id, "reason": "改口"})
+        new = hold(svc, "语音改到每周四晚上", type="承诺", quote="这周改成周四吧，之后也周四。")
+        assert recalled(svc, "我们什么时候语音") == ["语音改到每周四晚上"]
+        assert svc.history(old.id)["trace"][0]["by"] == f"{kind}:judge-model"
+    assert new.arbitration["action"] == "overwrite" and new.arbitration["by"] == f"{kind}:judge-model"
+    assert old.id in json.dumps(bodies()[-1], ensure_ascii=False)  # the model saw the old memory's id
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_case_b_with_a_model(tmp_path, embedder, kind):
+    with judged_by(kind, tmp_path, embedder) as (svc, answer, bodies):
+        home = hold(svc, "在家叫她小满", type="规则", quote="在家就叫我小满")
+        answer({"action": "coexist", "target": home.id, "situation": "有家人在时", "old_situation": "在家只有我们俩时"})
+        family = hold(svc, "有家人在时叫她全名", type="规则", quote="有家人在的时候叫我全名")
+        old, new = svc.store.get(home.id), svc.store.get(family.id)
+    assert family.arbitration["action"] == "coexist" and old.current and new.current
+    assert (old.situation, new.situation) == ("在家只有我们俩时", "有家人在时")
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_case_c_chit_chat_never_reaches_the_model(tmp_path, embedder, kind):
+    with judged_by(kind, tmp_path, embedder) as (svc, answer, bodies):
+        results = [svc.hold(HoldRequest(content=c, type="日常", source="auto")) for c in ("今天想吃面", "算了想吃米")]
+        assert bodies() == [] and all(r.arbitration is None for r in results)
 
 
 @pytest.mark.parametrize("backend,failure", [("openai", "down"), ("openai", "hung"), ("openai", "500"),
@@ -149,16 +170,6 @@ def test_case_d_a_judge_that_fails_still_gets_the_memory_written_as_unconfirmed(
     assert result.stored and result.status == "未确认" and took < 3
     assert any("仲裁没有完成" in r for r in result.reasons)
     assert not any("繁忙" in r or "busy" in r for r in result.reasons + result.warnings)
-
-
-def test_case_c_chit_chat_never_reaches_the_model(tmp_path, embedder):
-    with FakeOpenAI() as fake:
-        svc = service(tmp_path, embedder, OMBRE_LLM="openai", OMBRE_LLM_MODEL="m", OMBRE_LLM_BASE_URL=fake.url)
-        try:
-            results = [svc.hold(HoldRequest(content=c, type="日常", source="auto")) for c in ("今天想吃面", "算了想吃米")]
-        finally:
-            svc.close()
-    assert fake.requests == [] and all(r.arbitration is None for r in results)
 
 
 def test_memories_trace_shows_what_replaced_a_memory(tmp_path):
