@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -110,3 +111,35 @@ def test_cards_ride_the_user_turn_and_the_cached_prefix_never_changes(tmp_path: 
         assert word not in last
     log = [json.loads(line) for line in (ombre_home / "hooks.jsonl").read_text().splitlines()]
     assert [e["outcome"] for e in log if e["event"] == "user-prompt-submit"][-1] == "memory service unavailable"
+
+
+def test_claude_code_through_the_gateway_keeps_its_prefix_and_gets_cards(tmp_path: Path, cli: Path):
+    """A client that runs no hooks: the real CLI pointed at `ombre gateway`, which forwards to the fake."""
+    from tests.servers import OMBRE, ombre_env
+
+    home = tmp_path / "gw"
+    subprocess.run(OMBRE + ["hold", "她周四下午三点要去医院复诊", "--type", "承诺", "--quote", "我周四下午三点复诊"],
+                   env=ombre_env(home), check=True, capture_output=True)
+    with FakeAnthropic(replies=[Reply.text("记得带病历本。"), Reply.text("好的。")]) as fake:
+        port = free_port()
+        gateway = subprocess.Popen(OMBRE + ["gateway", "--port", str(port), "--upstream", fake.url],
+                                   env=ombre_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            for _ in range(100):
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.2)
+            cc = ClaudeCode.create(tmp_path / "cc", f"http://127.0.0.1:{port}", cli)
+            sid = cc.run("周四去复诊要带什么？", timeout=120)["session_id"]
+            cc.run("好的，谢谢", resume=sid, timeout=120)
+        finally:
+            gateway.terminate()
+            gateway.wait(10)
+    turns = _main_requests(fake)
+    assert len(turns) == 2
+    assert _dump(turns[0]["system"]) == _dump(turns[1]["system"]) and _dump(turns[0]["tools"]) == _dump(turns[1]["tools"])
+    assert BLOCK_HEAD in _last_user_text(turns[0]) and "周四下午三点" in _last_user_text(turns[0])
+    assert BLOCK_HEAD not in _dump(turns[0]["system"])
+    assert BLOCK_HEAD not in _last_user_text(turns[1])  # 谢谢 recalls nothing worth showing
