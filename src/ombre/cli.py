@@ -269,7 +269,7 @@ def config(settings: Settings, as_json: bool) -> None:
 @click.pass_obj
 @handles_errors
 def demo(settings: Settings, keep: Path | None) -> None:
-    """Show what diet and forge do, on a bundled real session in a temporary Claude home."""
+    """Show diet, forge, memory and the per-turn block, on a bundled real session in a temporary home."""
     from .demo import run_demo
     from .transcript.usage import UsageReport
     from .window.forge import ForgeResult
@@ -283,6 +283,8 @@ def demo(settings: Settings, keep: Path | None) -> None:
             click.echo(value.format())
         elif isinstance(value, list):
             click.echo("\n".join(_anchor_line(a) for a in value))
+        elif isinstance(value, str) and value:
+            click.echo(value)
 
 
 def _service(settings: Settings):

@@ -238,6 +238,11 @@ def _preview_of(content: object) -> str:
     return _preview(" ".join(kinds))
 
 
+def is_command_echo(text: str) -> bool:
+    """A slash command as Claude Code records it (<command-name>/mcp</command-name> …): a turn, not words."""
+    return text.lstrip().startswith(("<command-", "<local-command"))
+
+
 def is_real_user(obj: dict) -> bool:
     """A user line the person typed: not a tool result, not meta, not a summary, not a command wrapper."""
     if obj.get("type") != "user" or obj.get("isMeta") or obj.get("isCompactSummary"):

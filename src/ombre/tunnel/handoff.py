@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..memory.model import SHANGHAI
 from ..memory.segment import words
-from ..transcript.chain import Entry, scan
+from ..transcript.chain import Entry, is_command_echo, scan
 
 HEADER = "【会话交接 · ombre handoff】"
 RECENT_TURNS = 40  # person turns looked at; older context lives out of window, in memory
@@ -108,7 +108,7 @@ def prepare(path: Path, days: tuple[dt.date, ...] = (), now: dt.datetime | None 
             else:
                 continue
             text = _text(t.load(e)).strip()
-            if text:
+            if text and not is_command_echo(text):
                 said.append(Said(who, text, _when(e)))
         sid = t.session_id
     person_turns = [i for i, s in enumerate(said) if s.who == "对方"]

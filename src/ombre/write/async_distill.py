@@ -23,7 +23,7 @@ from ..memory.hold import HoldRequest
 from ..memory.model import SHANGHAI
 from ..memory.service import MemoryService
 from ..settings import Settings
-from ..transcript.chain import scan
+from ..transcript.chain import is_command_echo, scan
 from ..window import history
 from .llm import JsonModel, ModelError
 
@@ -138,7 +138,7 @@ def read_turns(path: Path) -> tuple[str, list[Turn]]:
                 text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
             else:
                 text = content if isinstance(content, str) else ""
-            if text.strip():
+            if text.strip() and not is_command_echo(text):
                 turns.append(Turn("person" if e.real_user else "assistant", text.strip(), e.uuid, e.timestamp))
         return t.session_id, turns
 
