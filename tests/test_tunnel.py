@@ -21,6 +21,7 @@ from ombre.tunnel.bridges import CcConnectBridge, FileBridge
 from ombre.tunnel.handoff import prepare
 from ombre.tunnel.keeper import Keeper, KeeperState, decide, Reading
 from ombre.tunnel.tunnel import TunnelOptions, memory_holder, recover, run
+from ombre.window import history
 from ombre.window.verify import Expectation, verify_session
 from tests.conftest import sha256
 from tests.transcript_gen import SessionBuilder, ascii_text
@@ -387,3 +388,17 @@ def test_the_nudge_is_sent_quietly_and_forge_ombre_hold_0_skips_the_hold(tmp_pat
     log = [json.loads(x) for x in (tmp_path / "ombre" / "history.jsonl").read_text().splitlines()]
     assert log[-1]["mode"] == "tunnel-forge" and log[-1]["old_sid"] == path.stem and log[-1]["new_sid"] == result.new_sid
     assert log[-1]["hold"] == "off" and log[-1]["rebind"] == "ok" and log[-1]["retain"] == 60_000
+
+
+def test_backups_and_logs_do_not_grow_without_end(tmp_path, env, project):
+    settings = Settings.from_env({**env, "OMBRE_BACKUPS_KEEP": "2"})
+    sessions = [heavy_session(project, used=150_000, seed=s) for s in (11, 12, 13)]
+    for path in sessions:
+        run(settings, path, TunnelOptions(hold=False, nudge=False), bridge=file_bridge(tmp_path, path.stem), holder=None)
+    kept = sorted(p.name.split(".")[0] for p in settings.backups_dir.iterdir())
+    assert kept == sorted(p.stem for p in sessions[1:])  # the two newest runs' backups
+    log = tmp_path / "log.jsonl"
+    for n in range(200):
+        history.append(log, {"n": n, "pad": "x" * 100}, max_bytes=5_000)
+    assert log.stat().st_size <= 5_200 and log.with_name("log.jsonl.1").exists()
+    assert json.loads(log.read_text().splitlines()[-1])["n"] == 199

@@ -79,6 +79,7 @@ class Settings:
     # breaker that stops automatic runs after this many failures in a row
     hysteresis_pct: int = 3
     max_failures: int = 3
+    backups_keep: int = 20  # session backups the tunnel keeps in OMBRE_HOME/backups
     # the model behind arbitration and distillation (write/llm.py); "rules" needs none and is the default
     llm: str = "rules"
     llm_base_url: str | None = None
@@ -137,6 +138,7 @@ class Settings:
             bridge_nudge=env.get("OMBRE_BRIDGE_NUDGE") or None,
             hysteresis_pct=_int(env, "AUTO_FORGE_HYSTERESIS_PCT", 3),
             max_failures=_int(env, "AUTO_FORGE_MAX_FAILURES", 3),
+            backups_keep=_int(env, "OMBRE_BACKUPS_KEEP", 20),
             llm=(env.get("OMBRE_LLM") or "rules").strip().lower(),
             llm_base_url=env.get("OMBRE_LLM_BASE_URL") or None,
             llm_model=env.get("OMBRE_LLM_MODEL") or None,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -122,10 +121,8 @@ def _log(settings: Settings, event: str, outcome: str, ms: float) -> None:
     """One line per hook run in OMBRE_HOME/hooks.jsonl (kept under ~1 MB), for `tail` when a turn had no cards."""
     path: Path = settings.ombre_home / "hooks.jsonl"
     try:
-        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
-            os.replace(path, path.with_suffix(".jsonl.1"))
         history.append(path, {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                              "event": event, "outcome": outcome, "ms": round(ms, 1)})
+                              "event": event, "outcome": outcome, "ms": round(ms, 1)}, max_bytes=LOG_MAX_BYTES)
     except OSError:
         pass
 

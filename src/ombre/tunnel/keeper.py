@@ -31,6 +31,9 @@ from .bridges import Bridge
 from .tunnel import Holder, TunnelOptions, TunnelResult, run as run_tunnel
 
 
+METRICS_MAX_BYTES = 5_000_000  # a line every pass: about a month of 30-second passes per generation
+
+
 @dataclass
 class KeeperState:
     last_diet: str | None = None  # ISO times of the last attempt (a failed attempt also starts the cooldown)
@@ -135,7 +138,7 @@ def read(path: Path, s: Settings, now: dt.datetime) -> Reading:
 
 def metric(s: Settings, entry: dict) -> dict:
     entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **entry}
-    history.append(s.metrics_log, entry)
+    history.append(s.metrics_log, entry, max_bytes=METRICS_MAX_BYTES)
     return entry
 
 

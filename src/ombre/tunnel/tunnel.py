@@ -143,10 +143,11 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
 
     if not options.dry_run:
         step("backup")
-        backup = settings.backups_dir / f"{path.stem}.{dt.datetime.now().strftime('%Y%m%dT%H%M%S')}.jsonl"
+        backup = settings.backups_dir / f"{path.stem}.{dt.datetime.now().strftime('%Y%m%dT%H%M%S%f')}.jsonl"
         backup.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, backup)
         result.backup = str(backup)
+        _prune_backups(settings.backups_dir, settings.backups_keep)
 
     handoff = None
     if options.mode == "forge":
@@ -188,6 +189,14 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
         result.nudge = _nudge(settings)
     _record(settings, result)
     return result
+
+
+def _prune_backups(folder: Path, keep: int) -> None:
+    """Keep the newest `keep` backups: each is a whole session file, and a keeper swaps several times a day."""
+    # named <sid>.<YYYYmmddTHHMMSS>.jsonl; copy2 keeps the session's own mtime, so sort by the name's stamp
+    backups = sorted(folder.glob("*.*.jsonl"), key=lambda p: p.name.rsplit(".", 2)[-2])
+    for old in backups[:-keep] if keep > 0 else []:
+        old.unlink(missing_ok=True)
 
 
 def _rewrite(settings: Settings, path: Path, options: TunnelOptions, handoff: str | None,

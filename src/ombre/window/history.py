@@ -27,9 +27,17 @@ def record(mode: str, old_sid: str, new_sid: str | None, options: object, *, ok:
     return entry
 
 
-def append(path: Path, entry: dict) -> None:
-    """Append one line; a single write() of a short line keeps concurrent appends whole."""
+def append(path: Path, entry: dict, max_bytes: int | None = None) -> None:
+    """Append one line; a single write() of a short line keeps concurrent appends whole. With `max_bytes`,
+    a log past that size is first moved to `<name>.1` (one generation kept), so a sidecar that writes a
+    line every pass cannot fill the disk."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if max_bytes is not None:
+        try:
+            if path.stat().st_size > max_bytes:
+                os.replace(path, path.with_name(path.name + ".1"))
+        except FileNotFoundError:
+            pass
     data = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:

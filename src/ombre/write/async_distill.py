@@ -28,6 +28,7 @@ from ..window import history
 from .llm import JsonModel, ModelError
 
 MAX_CANDIDATES = 3
+DISTILL_LOG_MAX_BYTES = 2_000_000
 TURNS_TRIGGER = 5
 IDLE_TRIGGER_S = 600
 WARMUP_TURNS = 10
@@ -223,7 +224,7 @@ class Distiller:
         if not result.dry_run:
             entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                      **{k: v for k, v in result.to_dict().items() if k not in ("candidates",)}}
-            history.append(self.settings.ombre_home / "distill.jsonl", entry)
+            history.append(self.settings.ombre_home / "distill.jsonl", entry, max_bytes=DISTILL_LOG_MAX_BYTES)
         return result
 
 
