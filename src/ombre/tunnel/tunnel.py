@@ -218,29 +218,32 @@ def _rebind(settings: Settings, bridge: Bridge, new_sid: str, project_dir: Path,
             step: Callable[[str], None]) -> tuple[str, bool]:
     """stop → bind → start; on a failed bind the bridge is started again on its old binding."""
     check_target(new_sid, project_dir)
-    _journal(settings, step="stop", new_sid=new_sid)
-    step("stop")
+
+    def reach(name: str) -> None:  # journal first: a run that dies inside the step is finished by recover()
+        _journal(settings, step=name, new_sid=new_sid)
+        step(name)
+
+    def finished(outcome: str, started: bool) -> tuple[str, bool]:
+        journal_path(settings).unlink(missing_ok=True)
+        return outcome, started
+
+    reach("stop")
     try:
         bridge.stop()
     except BridgeError as exc:
-        journal_path(settings).unlink(missing_ok=True)
-        return f"failed: {exc.message}; nothing was re-bound (`ombre rebind {new_sid}` finishes it)", False
-    _journal(settings, step="bind", new_sid=new_sid)
-    step("bind")
+        return finished(f"failed: {exc.message}; nothing was re-bound (`ombre rebind {new_sid}` finishes it)", False)
+    reach("bind")
     outcome = "ok"
     try:
         bridge.bind(new_sid, project_dir)
     except BridgeError as exc:
         outcome = f"failed: {exc.message}; the old session stays bound (`ombre rebind {new_sid}` finishes it)"
-    _journal(settings, step="start", new_sid=new_sid)
-    step("start")
+    reach("start")
     try:
         bridge.start()
     except BridgeError as exc:
-        journal_path(settings).unlink(missing_ok=True)
-        return (outcome if outcome != "ok" else "ok") + f"; the bridge did not start: {exc.message}", False
-    journal_path(settings).unlink(missing_ok=True)
-    return outcome, True
+        return finished(f"{outcome}; the bridge did not start: {exc.message}", False)
+    return finished(outcome, True)
 
 
 def rebind(settings: Settings, bridge: Bridge, new_sid: str, projects_dir: Path) -> TunnelResult:
