@@ -121,8 +121,7 @@ def _log(settings: Settings, event: str, outcome: str, ms: float) -> None:
     """One line per hook run in OMBRE_HOME/hooks.jsonl (kept under ~1 MB), for `tail` when a turn had no cards."""
     path: Path = settings.ombre_home / "hooks.jsonl"
     try:
-        history.append(path, {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                              "event": event, "outcome": outcome, "ms": round(ms, 1)}, max_bytes=LOG_MAX_BYTES)
+        history.append(path, {"event": event, "outcome": outcome, "ms": round(ms, 1)}, max_bytes=LOG_MAX_BYTES)
     except OSError:
         pass
 

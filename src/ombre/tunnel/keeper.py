@@ -137,9 +137,7 @@ def read(path: Path, s: Settings, now: dt.datetime) -> Reading:
 
 
 def metric(s: Settings, entry: dict) -> dict:
-    entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **entry}
-    history.append(s.metrics_log, entry, max_bytes=METRICS_MAX_BYTES)
-    return entry
+    return history.append(s.metrics_log, entry, max_bytes=METRICS_MAX_BYTES)
 
 
 @dataclass

@@ -276,7 +276,7 @@ def _nudge(settings: Settings) -> str:
 
 def _record(settings: Settings, result: TunnelResult) -> None:
     history.append(settings.history_log, {
-        "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "mode": f"tunnel-{result.mode}",
+        "mode": f"tunnel-{result.mode}",
         "old_sid": result.old_sid, "new_sid": result.new_sid, "ok": result.ok,
         "retain": result.retain,
         "hold": result.hold, "rebind": result.rebind, "started": result.started,

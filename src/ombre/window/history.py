@@ -14,7 +14,6 @@ def record(mode: str, old_sid: str, new_sid: str | None, options: object, *, ok:
     opts.pop("inject_text", None)  # the handoff text itself belongs to the person, not to a log
     opts.pop("history", None)
     entry = {
-        "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "mode": mode, "old_sid": old_sid, "new_sid": new_sid, "ok": ok,
         "options": json.loads(json.dumps(opts, default=str)),
     }
@@ -27,10 +26,12 @@ def record(mode: str, old_sid: str, new_sid: str | None, options: object, *, ok:
     return entry
 
 
-def append(path: Path, entry: dict, max_bytes: int | None = None) -> None:
-    """Append one line; a single write() of a short line keeps concurrent appends whole. With `max_bytes`,
-    a log past that size is first moved to `<name>.1` (one generation kept), so a sidecar that writes a
-    line every pass cannot fill the disk."""
+def append(path: Path, entry: dict, max_bytes: int | None = None) -> dict:
+    """Append one line, stamped with `at` (UTC) unless it has one, and return it as written. A single write()
+    of a short line keeps concurrent appends whole. With `max_bytes`, a log past that size is first moved to
+    `<name>.1` (one generation kept), so a sidecar that writes a line every pass cannot fill the disk."""
+    entry = entry if "at" in entry else {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                                         **entry}
     path.parent.mkdir(parents=True, exist_ok=True)
     if max_bytes is not None:
         try:
@@ -44,6 +45,7 @@ def append(path: Path, entry: dict, max_bytes: int | None = None) -> None:
         os.write(fd, data)
     finally:
         os.close(fd)
+    return entry
 
 
 def read(path: Path, limit: int = 20) -> list[dict]:

@@ -222,8 +222,7 @@ class Distiller:
 
     def _log(self, result: DistillResult) -> DistillResult:
         if not result.dry_run:
-            entry = {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                     **{k: v for k, v in result.to_dict().items() if k not in ("candidates",)}}
+            entry = {k: v for k, v in result.to_dict().items() if k != "candidates"}
             history.append(self.settings.ombre_home / "distill.jsonl", entry, max_bytes=DISTILL_LOG_MAX_BYTES)
         return result
 
