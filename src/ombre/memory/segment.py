@@ -15,6 +15,14 @@ _WORD = re.compile(r"\w")
 # search itself drops terms that nearly every memory holds (SQLiteStore.keyword_search).
 
 
+_SENTENCE = re.compile(r"[^。！？!?\n；;]+[。！？!?；;]?")
+
+
+def sentences(text: str, min_chars: int = 2) -> list[str]:
+    """Sentences as Chinese punctuation (and newlines) end them, each kept with its end mark."""
+    return [s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) >= min_chars]
+
+
 def words(text: str) -> list[str]:
     return [w.lower() for w in rjieba.cut(text) if _WORD.search(w)]
 

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from .reader import Fingerprint, describe_error, parse_line
 from .writer import dump_line
@@ -172,6 +172,15 @@ class Transcript:
             _measure(e, obj)
         return entries
 
+    def spoken(self) -> Iterator[tuple[Entry, str]]:
+        """The person's and the assistant's words on the active chain, oldest first: (event, text) for real
+        user messages and assistant text, without slash-command echoes or lines that hold no text."""
+        for e in self.events:
+            if e.real_user or e.type == "assistant":
+                text = message_text(self.load(e)).strip()
+                if text and not is_command_echo(text):
+                    yield e, text
+
     def load(self, entry: Entry) -> dict:
         """A line's object as an operation keeps it: the rewritten one if there is one, else the original."""
         if entry.spool is not None and self._spool is not None:
@@ -236,6 +245,16 @@ def _preview_of(content: object) -> str:
             kind = b.get("type")
             kinds.append(f"[{kind} {b.get('name')}]" if kind == "tool_use" else f"[{kind}]")
     return _preview(" ".join(kinds))
+
+
+def message_text(obj: dict) -> str:
+    """The text a message line holds: its string content, or its text blocks joined by newlines."""
+    content = (obj.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
 
 
 def is_command_echo(text: str) -> bool:

@@ -13,12 +13,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..memory.model import SHANGHAI
-from ..memory.segment import words
-from ..transcript.chain import Entry, is_command_echo, scan
+from ..memory.segment import sentences, words
+from ..transcript.chain import Entry, scan
 
 HEADER = "【会话交接 · ombre handoff】"
 RECENT_TURNS = 40  # person turns looked at; older context lives out of window, in memory
-_SENTENCE = re.compile(r"[^。！？!?\n；;]+[。！？!?；;]?")
 # Words that make a sentence about the person's state, a promise or to-do, or a red line (seed §4.4, §7.3).
 STATE = re.compile(r"累|困|难过|伤心|开心|高兴|生病|发烧|感冒|头疼|头痛|胃疼|焦虑|烦|失眠|压力|委屈|想你|孤单|"
                    r"害怕|紧张|哭|饿|疼|不舒服|心情")
@@ -70,22 +69,9 @@ class HandoffPack:
         return "\n".join(lines)
 
 
-def _text(obj: dict) -> str:
-    content = (obj.get("message") or {}).get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
-
-
 def _when(e: Entry) -> str:
     moment = e.when
     return moment.astimezone(SHANGHAI).strftime("%m-%d %H:%M") if moment else "?"
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) >= 2]
 
 
 def _clip(text: str, n: int) -> str:
@@ -97,19 +83,8 @@ def prepare(path: Path, days: tuple[dt.date, ...] = (), now: dt.datetime | None 
     """The pack for the session at `path`, from its last person turns (or those of `days`, Shanghai)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     with scan(Path(path)) as t:
-        said: list[Said] = []
-        for e in t.events:
-            if days and (e.when is None or e.when.astimezone(SHANGHAI).date() not in days):
-                continue
-            if e.real_user:
-                who = "对方"
-            elif e.type == "assistant":
-                who = "我"
-            else:
-                continue
-            text = _text(t.load(e)).strip()
-            if text and not is_command_echo(text):
-                said.append(Said(who, text, _when(e)))
+        said = [Said("对方" if e.real_user else "我", text, _when(e)) for e, text in t.spoken()
+                if not days or (e.when is not None and e.when.astimezone(SHANGHAI).date() in days)]
         sid = t.session_id
     person_turns = [i for i, s in enumerate(said) if s.who == "对方"]
     if len(person_turns) > RECENT_TURNS:
@@ -135,7 +110,7 @@ def _matching(rows: list[Said], pattern: re.Pattern, limit: int) -> list[Said]:
     found: list[Said] = []
     seen: set[str] = set()
     for row in reversed(rows):
-        for sentence in reversed(_sentences(row.text)):
+        for sentence in reversed(sentences(row.text)):
             if pattern.search(sentence) and sentence not in seen and len(sentence) <= 80:
                 seen.add(sentence)
                 found.append(Said(row.who, sentence, row.when))

@@ -21,9 +21,10 @@ from typing import Callable
 from ..memory import write_gate
 from ..memory.hold import HoldRequest
 from ..memory.model import SHANGHAI
+from ..memory.segment import sentences
 from ..memory.service import MemoryService
 from ..settings import Settings
-from ..transcript.chain import is_command_echo, scan
+from ..transcript.chain import scan
 from ..window import history
 from .llm import JsonModel, ModelError
 
@@ -32,7 +33,6 @@ DISTILL_LOG_MAX_BYTES = 2_000_000
 TURNS_TRIGGER = 5
 IDLE_TRIGGER_S = 600
 WARMUP_TURNS = 10
-_SENTENCE = re.compile(r"[^。！？!?\n；;]+[。！？!?；;]?")
 _QUESTION = re.compile(r"[?？]\s*$|[吗呢嘛]\s*[。.!！]?\s*$")
 # (type, importance, pattern): what the person says that is worth keeping, most binding first (seed §7, §8.3)
 RULES = [
@@ -82,10 +82,6 @@ class DistillResult:
         return asdict(self)
 
 
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) >= 4]
-
-
 def rules_candidates(turns: list[Turn]) -> list[Candidate]:
     """The person's sentences that match a rule, most binding first; questions are not facts."""
     found: list[tuple[int, int, Candidate]] = []
@@ -93,7 +89,7 @@ def rules_candidates(turns: list[Turn]) -> list[Candidate]:
     for n, turn in enumerate(turns):
         if turn.who != "person":
             continue
-        for sentence in _sentences(turn.text):
+        for sentence in sentences(turn.text, min_chars=4):
             if _QUESTION.search(sentence) or sentence in seen or len(sentence) > 80:
                 continue
             for rank, (kind, importance, pattern) in enumerate(RULES):
@@ -130,17 +126,7 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
 def read_turns(path: Path) -> tuple[str, list[Turn]]:
     """The session's person and assistant text turns on its active chain, oldest first."""
     with scan(Path(path)) as t:
-        turns = []
-        for e in t.events:
-            if not (e.real_user or e.type == "assistant"):
-                continue
-            content = (t.load(e).get("message") or {}).get("content")
-            if isinstance(content, list):
-                text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-            else:
-                text = content if isinstance(content, str) else ""
-            if text.strip() and not is_command_echo(text):
-                turns.append(Turn("person" if e.real_user else "assistant", text.strip(), e.uuid, e.timestamp))
+        turns = [Turn("person" if e.real_user else "assistant", text, e.uuid, e.timestamp) for e, text in t.spoken()]
         return t.session_id, turns
 
 
