@@ -10,6 +10,13 @@ from ..tokens import context_pct
 AUTOCOMPACT_MARGIN = 33_000  # Claude Code compacts near window − 33k (≈167k of 200k, the seed's "~83%")
 
 
+def used_pct(path: Path, default_window: int = 200_000) -> tuple[str, float | None]:
+    """The session id and its context % from the stored usage alone — one pass, no token estimate: what
+    the keeper polls."""
+    with scan(Path(path)) as t:
+        return t.session_id, context_pct(t.last_usage, t.window(default_window))
+
+
 @dataclass
 class UsageReport:
     session: str

@@ -25,7 +25,7 @@ from ..files import replace_atomic
 from ..memory.model import SHANGHAI
 from ..settings import Settings
 from ..transcript.reader import Fingerprint
-from ..transcript.usage import read_usage
+from ..transcript.usage import used_pct
 from ..window import history
 from .bridges import Bridge
 from .tunnel import Holder, TunnelOptions, TunnelResult, run as run_tunnel
@@ -127,13 +127,18 @@ def decide(state: KeeperState, reading: Reading, s: Settings, now: dt.datetime) 
     return Decision("skip", "already ran at this level; waits for usage to drop below the hysteresis band")
 
 
-def read(path: Path, s: Settings, now: dt.datetime) -> Reading:
+def read(path: Path, s: Settings, now: dt.datetime, previous: Reading | None = None) -> Reading:
+    """Usage % and idle time. A file that has not changed since `previous` is not parsed again (the chat
+    is idle most of the time, and a long transcript takes seconds to read)."""
     before = Fingerprint.of(path)
-    report = read_usage(path, s.context_window)
-    if Fingerprint.of(path) != before:  # a reply is being written: not idle, whatever the clock says
-        return Reading(report.session, str(path), report.used_pct, 0.0, f"{before.size}:{before.mtime_ns}")
+    stamp = f"{before.size}:{before.mtime_ns}"
     idle = now.timestamp() - before.mtime_ns / 1e9
-    return Reading(report.session, str(path), report.used_pct, idle, f"{before.size}:{before.mtime_ns}")
+    if previous is not None and previous.path == str(path) and previous.fingerprint == stamp:
+        return Reading(previous.session, previous.path, previous.used_pct, idle, stamp)
+    session, pct = used_pct(path, s.context_window)
+    if Fingerprint.of(path) != before:  # a reply is being written: not idle, whatever the clock says
+        idle = 0.0
+    return Reading(session, str(path), pct, idle, stamp)
 
 
 def metric(s: Settings, entry: dict) -> dict:
@@ -149,6 +154,7 @@ class Keeper:
     distill: Callable[[Path, bool], None] | None = None
     tunnel: Callable[..., TunnelResult] = run_tunnel
     _distilled: str = ""  # the fingerprint distillation last saw
+    _reading: Reading | None = None  # the last pass's reading, reused while the file is unchanged
 
     def tick(self, path: Path, now: dt.datetime | None = None) -> dict:
         """One pass of the state machine for the session at `path`; returns the last metrics line."""
@@ -159,7 +165,8 @@ class Keeper:
         if state.day != today:
             state.day, state.runs_today = today, 0
         try:
-            reading = read(path, s, now)
+            reading = read(path, s, now, self._reading)
+            self._reading = reading
         except (OmbreError, OSError) as exc:
             state.save(s.keeper_state)
             return metric(s, {"decision": "skip", "reason": f"cannot read the session: {exc}", "session": path.stem})
