@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import socket
 import statistics
@@ -21,28 +20,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
-import ombre
+import ombre  # noqa: E402
+from breath_latency import corpus, p95  # noqa: E402
+from tests.servers import Server, free_port, ombre_env  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "memdaily"
 OMBRE = str(Path(sys.executable).parent / "ombre")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def corpus(n: int, rng: random.Random) -> tuple[list[str], list[str]]:
-    messages, questions = [], []
-    for f in sorted(DATA.glob("*.json")):
-        for traj in json.loads(f.read_text(encoding="utf-8")):
-            messages += [m["message"] for m in traj["message_list"]]
-            questions += [q["question"] for q in traj["question_list"]]
-    messages = list(dict.fromkeys(messages))
-    return rng.sample(messages, min(n, len(messages))), questions
 
 
 def time_hook(env: dict[str, str], prompts: list[str]) -> tuple[list[float], int]:
@@ -59,8 +44,7 @@ def time_hook(env: dict[str, str], prompts: list[str]) -> tuple[list[float], int
 
 
 def row(label: str, times: list[float], printed: int) -> str:
-    p95 = times[int(0.95 * (len(times) - 1))]
-    return f"{label:<34}{len(times):>6}{statistics.median(times):>9.1f}{p95:>9.1f}{times[-1]:>9.1f}{printed:>9}"
+    return f"{label:<34}{len(times):>6}{statistics.median(times):>9.1f}{p95(times):>9.1f}{times[-1]:>9.1f}{printed:>9}"
 
 
 def main() -> None:
@@ -69,7 +53,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=100)
     args = ap.parse_args()
     rng = random.Random(5)
-    messages, questions = corpus(args.memories, rng)
+    all_messages, questions = corpus()
+    messages = rng.sample(all_messages, min(args.memories, len(all_messages)))
     # as `ombre install claude-code` leaves it: bytecode compiled (this machine sets PYTHONDONTWRITEBYTECODE,
     # under which an uncompiled checkout pays ~40 ms a turn compiling the hook's modules)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(ombre.__file__).parent)], check=True)
@@ -78,29 +63,19 @@ def main() -> None:
         export = home / "seed.jsonl"
         export.write_text("".join(json.dumps({"content": m, "type": "日常", "id": f"m{i:06d}"},
                                              ensure_ascii=False) + "\n" for i, m in enumerate(messages)))
-        base = dict(os.environ, HOME=str(home), OMBRE_HOME=str(home / "ombre"))
+        base = ombre_env(home)
         subprocess.run([OMBRE, "memories", "import", str(export)], env=base, check=True, capture_output=True)
-        port = _free_port()
-        server = subprocess.Popen([OMBRE, "serve", "--port", str(port)], env=base,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = Server(home)
         try:
-            deadline = time.time() + 60
-            while time.time() < deadline:
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.2)
-            up = dict(base, OMBRE_URL=f"http://127.0.0.1:{port}")
+            up = dict(base, OMBRE_URL=server.url)
             prompts = rng.sample(questions, args.runs)
             time_hook(up, prompts[:5])  # the page cache, not the hook, is what a first run measures
             print(f"hook latency, process start → exit; {len(messages):,} memories; MemDaily questions as prompts")
             print(f"{'':<34}{'runs':>6}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}{'printed':>9}")
             print(row("service up", *time_hook(up, prompts)))
         finally:
-            server.terminate()
-            server.wait(10)
-        down = dict(base, OMBRE_URL=f"http://127.0.0.1:{_free_port()}")
+            server.stop()
+        down = dict(base, OMBRE_URL=f"http://127.0.0.1:{free_port()}")
         print(row("service down (nothing listening)", *time_hook(down, prompts[:30])))
         with socket.socket() as hung:
             hung.bind(("127.0.0.1", 0))
