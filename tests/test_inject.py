@@ -157,10 +157,10 @@ def test_session_start_hook_hands_over_only_after_a_swap(served):
 
 # -- the gateway --------------------------------------------------------------------------------------
 class Gateway:
-    def __init__(self, home: Path, upstream: str, **env: str) -> None:
+    def __init__(self, home: Path, upstream: str, *args: str, **env: str) -> None:
         self.url = f"http://127.0.0.1:{free_port()}"
         port = self.url.rsplit(":", 1)[1]
-        self.proc = subprocess.Popen(OMBRE + ["gateway", "--port", port, "--upstream", upstream],
+        self.proc = subprocess.Popen(OMBRE + ["gateway", "--port", port, "--upstream", upstream, *args],
                                      env=ombre_env(home, **env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -376,3 +376,16 @@ def test_install_turns_on_the_1_hour_cache_unless_the_person_chose_otherwise(tmp
     subprocess.run(OMBRE + ["install", "claude-code"], env=env, capture_output=True)
     subprocess.run(OMBRE + ["uninstall", "claude-code"], env=env, capture_output=True)
     assert json.loads(settings_file.read_text()) == {"env": {"ENABLE_PROMPT_CACHING_1H": "0"}}  # theirs, untouched
+
+
+def test_gateway_can_recall_through_a_running_service(served, tmp_path):
+    _, env = served
+    with FakeAnthropic() as fake:
+        gw = Gateway(tmp_path, fake.url, "--memory-url", env["OMBRE_URL"])
+        try:
+            body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "周四复诊要带什么"}]}
+            assert httpx.post(gw.url + "/v1/messages", json=body, timeout=30).status_code == 200
+        finally:
+            gw.stop()
+    sent = fake.messages_requests()[-1]["messages"][-1]["content"]
+    assert HEADER in sent[0]["text"] and "周四下午三点" in sent[0]["text"]

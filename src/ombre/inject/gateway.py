@@ -21,11 +21,10 @@ from fastapi import FastAPI, Request
 from starlette.background import BackgroundTask
 from starlette.responses import JSONResponse, StreamingResponse
 
-from ..client import post_json
 from ..memory.service import MemoryService
 from ..settings import Settings
 from .cards import InjectRequest, turn_block
-from .hooks import SEND_CHARS, within_budget
+from .hooks import request_block, within_budget
 
 Recall = Callable[[str], "str | None"]  # prompt → block text (or None); runs in a worker thread
 
@@ -169,10 +168,7 @@ class LocalRecall:
 def remote_recall(settings: Settings) -> Recall:
     """Recall through a running `ombre serve` (OMBRE_URL), exactly as the hook asks it."""
     def recall(prompt: str) -> str | None:
-        body = {"prompt": prompt[-SEND_CHARS:], "max_cards": settings.inject_max_cards,
-                "max_tokens": settings.inject_max_tokens}
-        block = post_json(settings.memory_url + "/v1/inject", body, token=settings.token,
-                          timeout=settings.inject_timeout_ms / 1000)
+        block = request_block(settings, prompt, None, settings.inject_timeout_ms / 1000)
         return within_budget(block, settings.inject_max_cards, settings.inject_max_tokens) if block else None
 
     return recall

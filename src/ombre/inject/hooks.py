@@ -39,14 +39,19 @@ def within_budget(block: dict, max_cards: int, max_tokens: int) -> str | None:
     return text
 
 
+def request_block(settings: Settings, prompt: str, session_id: object, timeout: float) -> dict | None:
+    """Ask the running memory service for this turn's block (the hook, and the gateway's remote recall)."""
+    body = {"prompt": prompt[-SEND_CHARS:], "session_id": session_id,
+            "max_cards": settings.inject_max_cards, "max_tokens": settings.inject_max_tokens}
+    return post_json(settings.memory_url + "/v1/inject", body, token=settings.token, timeout=timeout)
+
+
 def user_prompt_submit(payload: dict, settings: Settings, timeout: float) -> tuple[str | None, str]:
     """(additionalContext or None, what happened)."""
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return None, "no prompt"
-    body = {"prompt": prompt[-SEND_CHARS:], "session_id": payload.get("session_id"),
-            "max_cards": settings.inject_max_cards, "max_tokens": settings.inject_max_tokens}
-    block = post_json(settings.memory_url + "/v1/inject", body, token=settings.token, timeout=timeout)
+    block = request_block(settings, prompt, payload.get("session_id"), timeout)
     if block is None:
         return None, "memory service unavailable"
     text = within_budget(block, settings.inject_max_cards, settings.inject_max_tokens)
