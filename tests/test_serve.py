@@ -3,11 +3,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable
 
@@ -161,6 +161,7 @@ class Keeper:
         s = self.settings
         now = now or dt.datetime.now(dt.timezone.utc)
         state = KeeperState.load(s.keeper_state, now)
+        loaded = replace(state)
         today = now.astimezone(SHANGHAI).date().isoformat()
         if state.day != today:
             state.day, state.runs_today = today, 0
@@ -168,7 +169,7 @@ class Keeper:
             reading = read(path, s, now, self._reading)
             self._reading = reading
         except (OmbreError, OSError) as exc:
-            state.save(s.keeper_state)
+            self._save_if_changed(state, loaded)
             return metric(s, {"decision": "skip", "reason": f"cannot read the session: {exc}", "session": path.stem})
         decision = decide(state, reading, s, now)
         if decision.action != "skip" and self.bridge is None:
@@ -185,7 +186,7 @@ class Keeper:
             except Exception as exc:  # noqa: BLE001 — distillation failing never blocks the keeper or a swap
                 metric(s, {**base, "decision": "note", "reason": f"distill failed: {exc}"})
         if decision.action == "skip":
-            state.save(s.keeper_state)
+            self._save_if_changed(state, loaded)
             return metric(s, {**base, "decision": "skip", "reason": decision.reason})
         # Written before the run: a crash inside it must not forget that a run started.
         setattr(state, f"last_{decision.action}", now.isoformat(timespec="seconds"))
@@ -206,6 +207,11 @@ class Keeper:
                           "hold": result.hold, "rebind": result.rebind,
                           "pct_after": result.forge.get("pct_after")})
 
+    def _save_if_changed(self, state: KeeperState, loaded: KeeperState) -> None:
+        # a skip is the usual pass (every 30 s): only a re-arm, a new day or a missing file needs a write
+        if state != loaded or not self.settings.keeper_state.exists():
+            state.save(self.settings.keeper_state)
+
     def _failed(self, state: KeeperState, base: dict, decision: Decision, error: str,
                 result: TunnelResult | None = None) -> dict:
         s = self.settings
@@ -219,7 +225,7 @@ class Keeper:
 def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.datetime | None = None) -> dict:
     """What `ombre keeper status` shows (seed §11.4)."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    state = KeeperState.load(s.keeper_state, now) if s.keeper_state.exists() else KeeperState()
+    state = KeeperState.load(s.keeper_state, now)
     reading = None
     if path is not None:
         try:
