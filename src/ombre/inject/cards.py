@@ -22,10 +22,11 @@ SESSION_HEADER = "【ombre · 换窗接续（上一窗口的交接与置顶核�
 # A long message is searched by its end: the person's latest words carry what this turn is about.
 QUERY_CHARS = 1_000
 # The per-turn hook must answer within DESIGN §6's 150 ms: the vector side embeds only the prompt's last 32
-# characters (~25 ms here instead of ~45 for 64; keywords still read all of it). Asked recall keeps 64.
+# characters (~25 ms here instead of ~45 for 64; keywords still read all of it). Asked recall embeds up to
+# embed.QUERY_CHARS.
 EMBED_CHARS = 32
-JUST_NOW_SHARE = 0.4
-KEYWORD_MIN = 0.5  # a keyword match counts from half the best BM25 score of this query  # "Just Now" may take at most this share of the token budget, cards get the rest
+JUST_NOW_SHARE = 0.4  # "Just Now" may take at most this share of the token budget, cards get the rest
+KEYWORD_MIN = 0.5  # a keyword match counts from half the best BM25 score of this query
 
 
 @dataclass
