@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+from collections import Counter
 
 import pytest
 
@@ -14,7 +15,9 @@ from ombre.memory.breath import BreathRequest, rank_factor
 from ombre.memory.embed import E5Embedder
 from ombre.memory.hold import HoldRequest, enrich_pending
 from ombre.memory.model import Memory, iso
+from ombre.memory.segment import document
 from ombre.memory.service import MemoryService
+from ombre.memory.sqlite_store import SQLiteStore
 from ombre.settings import Settings
 
 NOW = dt.datetime(2026, 12, 3, 4, 0, tzinfo=dt.timezone.utc)  # 12:00 in Shanghai
@@ -257,7 +260,7 @@ def test_the_database_is_one_wal_sqlite_file_with_recorded_migrations(svc):
     assert [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY name")] == [
         "m001_memories", "m002_gate_log", "m003_meta", "m004_unembedded_index", "m005_fts_rank_and_vocab",
         "m006_event_date_index", "m007_arbitration",
-        "m008_type_and_date_indexes"]
+        "m008_type_and_date_indexes", "m009_term_docs"]
     db.close()
 
 
@@ -272,3 +275,52 @@ def test_export_import_round_trip(svc, tmp_path, embedder):
     assert other.get(a.id).evidence.quote == "我最近在学吉他" and other.get(a.id).has_vector
     assert json.loads(out.read_text(encoding="utf-8").splitlines()[0])["content"] == "她在学吉他"
     other.close()
+
+
+def _recount(db: sqlite3.Connection) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for words, grams in db.execute("SELECT words, grams FROM memories_fts"):
+        counts.update(set(f"{words} {grams}".split()))
+    return dict(counts)
+
+
+def _term_docs(db: sqlite3.Connection) -> dict[str, int]:
+    return {t: n for t, n in db.execute("SELECT term, docs FROM term_docs") if n}
+
+
+def test_term_counts_follow_every_write_and_are_rebuilt_by_the_migration(tmp_path):
+    store = SQLiteStore(tmp_path / "m.db")
+    texts = ["她今天在学吉他", "今天下雨了，她没去上班", "她的猫叫年糕", "周末一起去海边"]
+    for i, text in enumerate(texts[:2]):
+        store.add(Memory(content=text, id=f"a{i}", created="2026-01-01T00:00:00+00:00"), document(text))
+    store.add_many([(Memory(content=t, id=f"b{i}", created="2026-01-01T00:00:00+00:00"), document(t), None)
+                    for i, t in enumerate(texts[2:])])
+    edited = store.get("a0")
+    edited.content = "她今天不学吉他了，改学钢琴"
+    store.update(edited, document(edited.content))
+    store.update(store.get("b0"))  # no new terms: counts untouched
+    store.close()
+    db = sqlite3.connect(tmp_path / "m.db")
+    assert _term_docs(db) == _recount(db) and _term_docs(db)["今天"] == 2 and "钢琴" in _term_docs(db)
+    assert "在学" not in _term_docs(db)  # a term only the edited memory's old words held is no longer counted
+    # a database from before the table existed gets it filled from the index when it is opened
+    expected = _recount(db)
+    with db:
+        db.execute("DROP TABLE term_docs")
+        db.execute("DELETE FROM _migrations WHERE name='m009_term_docs'")
+    db.close()
+    SQLiteStore(tmp_path / "m.db").close()
+    db = sqlite3.connect(tmp_path / "m.db")
+    assert _term_docs(db) == expected
+    db.close()
+
+
+def test_a_large_store_searches_by_its_rare_terms(tmp_path):
+    store = SQLiteStore(tmp_path / "m.db")
+    store.LARGE_STORE = 10  # the rule, at a size a test can hold
+    rows = [(Memory(content=f"今天第{i}天", id=f"d{i}"), document(f"今天第{i}天"), None) for i in range(30)]
+    rows.append((Memory(content="今天她在学吉他", id="guitar"), document("今天她在学吉他"), None))
+    store.add_many(rows)
+    assert [mid for mid, _ in store.keyword_search(["今天", "吉他"], 10)] == ["guitar"]  # 今天 is in every memory
+    assert len(store.keyword_search(["今天"], 50)) == 31  # nothing rare: the commonest terms still search
+    store.close()

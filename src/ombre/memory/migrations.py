@@ -5,6 +5,7 @@ Never edit an applied migration: add the next one.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from typing import Callable
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
@@ -99,6 +100,19 @@ def m008_type_and_date_indexes(db: sqlite3.Connection) -> None:
     db.execute("DROP INDEX memories_event_date")
     db.execute("CREATE INDEX memories_event_date ON memories(event_date)")
     db.execute("CREATE INDEX memories_type_created ON memories(type, created)")
+
+
+@migration
+def m009_term_docs(db: sqlite3.Connection) -> None:
+    # How many memories hold each term, kept beside the index in the same transactions. fts5vocab counted a
+    # term by reading its whole posting list (10–25 ms a search at 100k memories), and the search needs the
+    # counts only to drop the terms nearly every memory holds.
+    db.execute("CREATE TABLE term_docs (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID")
+    counts: Counter[str] = Counter()
+    for words, grams in db.execute("SELECT words, grams FROM memories_fts"):
+        counts.update(set(f"{words} {grams}".split()))
+    db.executemany("INSERT INTO term_docs (term, docs) VALUES (?, ?)", counts.items())
+    db.execute("DROP TABLE IF EXISTS memories_vocab")
 
 
 def apply(db: sqlite3.Connection) -> list[str]:

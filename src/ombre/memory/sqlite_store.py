@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +29,18 @@ _INSERT = f"INSERT INTO memories (id, {', '.join(_FIELDS)}) VALUES ({', '.join('
 _INSERT_WITH_VECTOR = (f"INSERT INTO memories (id, {', '.join(_FIELDS)}, embedding, embed_model) "
                        f"VALUES ({', '.join('?' * (len(_FIELDS) + 3))})")
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=?' for c in _FIELDS)} WHERE id=?"
+_INDEX = "INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)"
+_COUNT_TERM = ("INSERT INTO term_docs (term, docs) VALUES (?, ?) "
+               "ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs")
+
+
+def _distinct(terms: tuple[str, str]) -> set[str]:
+    """The terms one indexed memory holds, as term_docs counts them (once per memory)."""
+    return set(f"{terms[0]} {terms[1]}".split())
+
+
+def _count_steps(counts: Counter[str]) -> list[tuple[str, tuple]]:
+    return [(_COUNT_TERM, (term, n)) for term, n in counts.items() if n]
 
 
 def _row_to_memory(row: tuple) -> Memory:
@@ -65,43 +80,61 @@ class SQLiteStore:
         self._generation = 0
 
     # -- writes ---------------------------------------------------------------------------------------
-    def _write(self, sql_steps: list[tuple[str, tuple]], changes_vectors: bool = True) -> None:
+    @contextmanager
+    def _transaction(self, changes_vectors: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken at once (BEGIN IMMEDIATE): all of it lands, or none of it."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                for sql, params in sql_steps:
-                    self._db.execute(sql, params)
+                yield self._db
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 raise StoreError(f"memory database write failed: {exc}",
                                  hint="nothing was written; try again") from exc
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
             if changes_vectors:
                 self._generation += 1
 
+    def _write(self, sql_steps: list[tuple[str, tuple]], changes_vectors: bool = True) -> None:
+        with self._transaction(changes_vectors) as db:
+            for sql, params in sql_steps:
+                db.execute(sql, params)
+
     def add(self, memory: Memory, terms: tuple[str, str]) -> None:
-        self._write([
-            (_INSERT, (memory.id, *_values(memory))),
-            ("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id)),
-        ])
+        self._write([(_INSERT, (memory.id, *_values(memory))), (_INDEX, (*terms, memory.id)),
+                     *_count_steps(Counter(_distinct(terms)))])
 
     def add_many(self, rows: list[tuple[Memory, tuple[str, str], np.ndarray | None]], model: str = "") -> None:
         """Add many memories in one transaction (import, benchmarks); all or nothing."""
         steps = []
+        counts: Counter[str] = Counter()
         for memory, terms, vector in rows:
             steps.append((_INSERT_WITH_VECTOR, (memory.id, *_values(memory),
                                                 None if vector is None else np.asarray(vector, dtype=np.float32).tobytes(),
                                                 model if vector is not None else None)))
-            steps.append(("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id)))
-        self._write(steps)
+            steps.append((_INDEX, (*terms, memory.id)))
+            counts.update(_distinct(terms))
+        self._write(steps + _count_steps(counts))
 
     def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
-        steps = [(_UPDATE, (*_values(memory), memory.id))]
-        if terms is not None:
-            steps += [("DELETE FROM memories_fts WHERE memory_id=?", (memory.id,)),
-                      ("INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)", (*terms, memory.id))]
-        self._write(steps)
+        with self._transaction() as db:
+            db.execute(_UPDATE, (*_values(memory), memory.id))
+            if terms is None:
+                return
+            # the old terms are read inside the transaction, so a concurrent edit cannot skew the counts
+            counts: Counter[str] = Counter(_distinct(terms))
+            for rowid, words, grams in db.execute("SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?",
+                                                  (memory.id,)).fetchall():
+                counts.subtract(_distinct((words, grams)))
+                db.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
+            db.execute(_INDEX, (*terms, memory.id))
+            for sql, params in _count_steps(counts):
+                db.execute(sql, params)
 
     def set_vector(self, memory_id: str, vector: np.ndarray, model: str) -> None:
         blob = np.asarray(vector, dtype=np.float32).tobytes()
@@ -201,7 +234,7 @@ class SQLiteStore:
         total = self._query("SELECT count(*) FROM memories")[0][0]
         if total > self.LARGE_STORE:
             marks = ",".join("?" * len(terms))
-            df = dict(self._query(f"SELECT term, doc FROM memories_vocab WHERE term IN ({marks})", tuple(terms)))
+            df = dict(self._query(f"SELECT term, docs FROM term_docs WHERE term IN ({marks})", tuple(terms)))
             present = sorted((t for t in terms if df.get(t)), key=lambda t: df[t])
             rare = [t for t in present if df[t] <= self.COMMON_SHARE * total][: self.MAX_TERMS]
             terms = rare or present[:3]
