@@ -31,7 +31,7 @@ def main() -> None:
     rng = random.Random(11)
     trajs = [(f.name, t) for f in sorted(DATA.glob("*.json")) for t in json.loads(f.read_text(encoding="utf-8"))]
     picks = rng.sample(range(len(trajs)), args.questions)
-    e = E5Embedder(query_chars=EMBED_CHARS)
+    e = E5Embedder()
     gold, unrelated = [], []
     pool = [(i, m["message"]) for i, (_, t) in enumerate(trajs) for m in t["message_list"]]
     for n, i in enumerate(picks):
@@ -40,7 +40,7 @@ def main() -> None:
         by_id = {m["mid"]: m["message"] for m in t["message_list"]}
         golds = [by_id[s] for s in q["target_step_id"] if s in by_id]
         others = [msg for j, msg in rng.sample(pool, args.unrelated // args.questions + 1) if j != i]
-        vq = e.query(q["question"])
+        vq = e.query(q["question"][-EMBED_CHARS:])
         gold += list(e.passages(golds) @ vq)
         unrelated += list(e.passages(others) @ vq)
     g, u = np.array(gold), np.array(unrelated)

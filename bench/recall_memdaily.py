@@ -121,7 +121,7 @@ def main() -> None:
         per_file = pickle.loads(args.cache.read_bytes())
     else:
         caps = sorted({int(c) for c in args.caps.split(",")} | {QUERY_CHARS}) + [None]
-        per_file = run(files, E5Embedder(query_chars=None), caps)
+        per_file = run(files, E5Embedder(), caps)
         if args.cache:
             args.cache.write_bytes(pickle.dumps(per_file))
     tune_rows = [r for name, rows in per_file.items() if name.startswith(TUNE) for r in rows]

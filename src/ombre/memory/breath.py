@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import MemoryInputError
 from ..tokens import estimate_text
 from . import anniversary, emotion
-from .embed import SIMILARITY_FLOOR, Embedder
+from .embed import QUERY_CHARS, SIMILARITY_FLOOR, Embedder
 from .model import HANDOFF_TYPE, SHANGHAI, Memory, iso, now_utc
 from .segment import query_terms
 from .store import MemoryStore
@@ -125,9 +125,10 @@ def retrieve(store: MemoryStore, query: str, *, embedder: Embedder | None, extra
              limit: int = CANDIDATES, degraded: list[str] | None = None,
              query_chars: int | None = None) -> dict[str, tuple[float, dict]]:
     """Fused relevance per memory id: normalised BM25 over segmented terms and normalised cosine.
-    `query_chars` embeds only the query's end (keywords still use all of it): a latency budget."""
+    Only the query's last `query_chars` characters (default embed.QUERY_CHARS) are embedded; keywords
+    still use all of it: a latency budget."""
     vector: dict[str, float] = {}
-    embedded = query[-query_chars:] if query_chars else query
+    embedded = query[-(query_chars or QUERY_CHARS):]
     ids, matrix = store.vectors() if embedder is not None and vector_weight > 0 else ([], None)
     # The model and SQLite both leave Python while they work, so in a big store the query is embedded
     # while FTS5 searches; in a small one the search is quick and a second thread only contends with the

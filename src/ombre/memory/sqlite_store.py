@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import StoreError
 from . import migrations
-from .model import Evidence, Memory
+from .model import COMMITMENT_TYPES, Evidence, Memory
 from .segment import match_expression
 from .store import GateEntry
 
@@ -88,14 +88,12 @@ class SQLiteStore:
                 self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
                 self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except BaseException as exc:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
-                raise StoreError(f"memory database write failed: {exc}",
-                                 hint="nothing was written; try again") from exc
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"memory database write failed: {exc}",
+                                     hint="nothing was written; try again") from exc
                 raise
             if changes_vectors:
                 self._generation += 1
@@ -184,7 +182,8 @@ class SQLiteStore:
             where.append("importance>=?")
             params.append(min_importance)
         if exclude_commitments:
-            where.append("type NOT IN ('承诺', '约定')")
+            where.append(f"type NOT IN ({','.join('?' * len(COMMITMENT_TYPES))})")
+            params.extend(COMMITMENT_TYPES)
         return (" WHERE " + " AND ".join(where) if where else ""), tuple(params)
 
     def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
