@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
-from pathlib import Path
 
 import numpy as np
 
 from ombre.inject.cards import EMBED_CHARS
 from ombre.memory.embed import E5Embedder
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "memdaily"
+from breath_latency import DATA  # beside this script
 
 
 def main() -> None:

@@ -31,11 +31,7 @@ from ombre.memory.model import Memory
 from ombre.memory.segment import document
 from ombre.memory.sqlite_store import SQLiteStore
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from breath_latency import p95  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "bench" / "memdaily"
+from breath_latency import DATA, p95  # beside this script
 TUNE = "01_simple_"
 
 
