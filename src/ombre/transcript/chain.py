@@ -23,7 +23,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from .reader import Fingerprint, describe_error, parse_line
 from .writer import dump_line
@@ -172,10 +172,11 @@ class Transcript:
             _measure(e, obj)
         return entries
 
-    def spoken(self) -> Iterator[tuple[Entry, str]]:
+    def spoken(self, events: Iterable[Entry] | None = None) -> Iterator[tuple[Entry, str]]:
         """The person's and the assistant's words on the active chain, oldest first: (event, text) for real
-        user messages and assistant text, without slash-command echoes or lines that hold no text."""
-        for e in self.events:
+        user messages and assistant text, without slash-command echoes or lines that hold no text.
+        `events` narrows the walk to some of the chain's events, so lines left out are never read."""
+        for e in self.events if events is None else events:
             if e.real_user or e.type == "assistant":
                 text = message_text(self.load(e)).strip()
                 if text and not is_command_echo(text):
@@ -229,22 +230,23 @@ def _first_text(content: object) -> str:
     return ""
 
 
-def _preview(text: str) -> str:
+def clip(text: str, n: int = PREVIEW_CHARS) -> str:
+    """`text` on one line, at most `n` characters (an ellipsis marks a cut)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+    return flat if len(flat) <= n else flat[: n - 1] + "…"
 
 
 def _preview_of(content: object) -> str:
     """A short line for a person: the text, or what kind of block there is when there is no text."""
     text = _first_text(content)
     if text.strip() or not isinstance(content, list):
-        return _preview(text)
+        return clip(text)
     kinds = []
     for b in content:
         if isinstance(b, dict):
             kind = b.get("type")
             kinds.append(f"[{kind} {b.get('name')}]" if kind == "tool_use" else f"[{kind}]")
-    return _preview(" ".join(kinds))
+    return clip(" ".join(kinds))
 
 
 def message_text(obj: dict) -> str:

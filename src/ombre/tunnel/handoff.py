@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..memory.model import SHANGHAI
 from ..memory.segment import sentences, words
-from ..transcript.chain import Entry, scan
+from ..transcript.chain import Entry, clip, scan
 
 HEADER = "【会话交接 · ombre handoff】"
 RECENT_TURNS = 40  # person turns looked at; older context lives out of window, in memory
@@ -74,17 +74,13 @@ def _when(e: Entry) -> str:
     return moment.astimezone(SHANGHAI).strftime("%m-%d %H:%M") if moment else "?"
 
 
-def _clip(text: str, n: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= n else flat[: n - 1] + "…"
-
-
 def prepare(path: Path, days: tuple[dt.date, ...] = (), now: dt.datetime | None = None) -> HandoffPack:
     """The pack for the session at `path`, from its last person turns (or those of `days`, Shanghai)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     with scan(Path(path)) as t:
-        said = [Said("对方" if e.real_user else "我", text, _when(e)) for e, text in t.spoken()
-                if not days or (e.when is not None and e.when.astimezone(SHANGHAI).date() in days)]
+        chosen = [e for e in t.events
+                  if not days or (e.when is not None and e.when.astimezone(SHANGHAI).date() in days)]
+        said = [Said("对方" if e.real_user else "我", text, _when(e)) for e, text in t.spoken(chosen)]
         sid = t.session_id
     person_turns = [i for i, s in enumerate(said) if s.who == "对方"]
     if len(person_turns) > RECENT_TURNS:
@@ -95,13 +91,13 @@ def prepare(path: Path, days: tuple[dt.date, ...] = (), now: dt.datetime | None 
     if not person:
         return pack
     pack.keywords = _keywords(person[-10:])
-    last = _clip(person[-1].text, 40)
+    last = clip(person[-1].text, 40)
     pack.topic = (f"{'、'.join(pack.keywords[:2])}（对方最后说：「{last}」）" if pack.keywords
                   else f"对方最后说：「{last}」")
     pack.state = _matching(person[-10:], STATE, 3)
     pack.open_items = _matching(said, PROMISE, 5)
     pack.red_lines = _matching(person, RED_LINE, 3)
-    pack.quotes = [Said(s.who, _clip(s.text, 60), s.when) for s in person[-3:]]
+    pack.quotes = [Said(s.who, clip(s.text, 60), s.when) for s in person[-3:]]
     return pack
 
 

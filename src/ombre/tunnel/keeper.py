@@ -22,7 +22,7 @@ from typing import Callable
 
 from ..errors import OmbreError
 from ..files import replace_atomic
-from ..memory.model import SHANGHAI
+from ..memory.model import shanghai_date
 from ..settings import Settings
 from ..transcript.reader import Fingerprint
 from ..transcript.usage import used_pct
@@ -89,9 +89,13 @@ def _since(stamp: str | None, now: dt.datetime) -> float:
         return 0.0
 
 
+def _wait_s(cooldown_mins: int, last: str | None, now: dt.datetime) -> float:
+    """Seconds until a cooldown is over: ≤ 0 once it is (−inf if it never ran)."""
+    return cooldown_mins * 60 - _since(last, now)
+
+
 def _minutes_left(cooldown_mins: int, last: str | None, now: dt.datetime) -> int:
-    left = cooldown_mins * 60 - _since(last, now)
-    return max(0, round(left / 60)) if left != float("-inf") else 0
+    return round(max(0.0, _wait_s(cooldown_mins, last, now)) / 60)
 
 
 def decide(state: KeeperState, reading: Reading, s: Settings, now: dt.datetime) -> Decision:
@@ -114,8 +118,8 @@ def decide(state: KeeperState, reading: Reading, s: Settings, now: dt.datetime) 
         return Decision("skip", f"not idle ({reading.idle_s:.0f}s < {s.idle_secs}s)")
     if state.runs_today >= s.max_per_day:
         return Decision("skip", f"daily cap reached ({state.runs_today}/{s.max_per_day})")
-    forge_wait = s.forge_cooldown_mins * 60 - _since(state.last_forge, now)
-    diet_wait = s.diet_cooldown_mins * 60 - _since(state.last_diet, now)
+    forge_wait = _wait_s(s.forge_cooldown_mins, state.last_forge, now)
+    diet_wait = _wait_s(s.diet_cooldown_mins, state.last_diet, now)
     if pct >= s.forge_pct and state.armed_forge and forge_wait <= 0:
         return Decision("forge", f"{pct:.1f}% ≥ {s.forge_pct}%")
     if state.armed_diet and diet_wait <= 0:
@@ -162,7 +166,7 @@ class Keeper:
         now = now or dt.datetime.now(dt.timezone.utc)
         state = KeeperState.load(s.keeper_state, now)
         loaded = replace(state)
-        today = now.astimezone(SHANGHAI).date().isoformat()
+        today = shanghai_date(now)
         if state.day != today:
             state.day, state.runs_today = today, 0
         try:
@@ -208,8 +212,9 @@ class Keeper:
                           "pct_after": result.forge.get("pct_after")})
 
     def _save_if_changed(self, state: KeeperState, loaded: KeeperState) -> None:
-        # a skip is the usual pass (every 30 s): only a re-arm, a new day or a missing file needs a write
-        if state != loaded or not self.settings.keeper_state.exists():
+        # a skip is the usual pass (every 30 s): only a re-arm or a new day needs a write (a missing or
+        # unreadable file loads with no day, so it always counts as a new day)
+        if state != loaded:
             state.save(self.settings.keeper_state)
 
     def _failed(self, state: KeeperState, base: dict, decision: Decision, error: str,
@@ -243,7 +248,7 @@ def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.dateti
         "auto_forge": s.auto_forge, "reading": reading, "last_diet": state.last_diet, "last_forge": state.last_forge,
         "diet_cooldown_left_min": _minutes_left(s.diet_cooldown_mins, state.last_diet, now),
         "forge_cooldown_left_min": _minutes_left(s.forge_cooldown_mins, state.last_forge, now),
-        "today": state.runs_today if state.day == now.astimezone(SHANGHAI).date().isoformat() else 0,
+        "today": state.runs_today if state.day == shanghai_date(now) else 0,
         "max_per_day": s.max_per_day, "failures_in_a_row": state.failures, "breaker": state.breaker,
         "bound_sid": bound, "newest_sid": newest, "bound_is_newest": bound is None or newest is None or bound == newest,
         "last_outcomes": history.read(s.metrics_log, limit=20), "note": state.note,

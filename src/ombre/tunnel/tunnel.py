@@ -25,7 +25,7 @@ from ..window.diet import DietOptions, run as run_diet
 from ..window.forge import ForgeOptions, ForgeResult, run as run_forge
 from ..window.select import Selector
 from ..window.verify import Expectation, verify_session
-from .bridges import Bridge, check_target
+from .bridges import Bridge, check_target, run_command
 from .handoff import prepare
 
 Holder = Callable[[str, str], str]  # (handoff text, old sid) → memory id; raises on failure
@@ -265,8 +265,6 @@ def rebind(settings: Settings, bridge: Bridge, new_sid: str, projects_dir: Path)
 def _nudge(settings: Settings) -> str:
     if not settings.bridge_nudge:
         return "not configured (OMBRE_BRIDGE_NUDGE); the handoff in the new window carries the continuation"
-    from .bridges import run_command
-
     try:
         run_command(settings.bridge_nudge, "nudge", text=NUDGE)
     except BridgeError as exc:
