@@ -389,3 +389,15 @@ def test_gateway_can_recall_through_a_running_service(served, tmp_path):
             gw.stop()
     sent = fake.messages_requests()[-1]["messages"][-1]["content"]
     assert HEADER in sent[0]["text"] and "周四下午三点" in sent[0]["text"]
+
+
+def test_a_card_counts_as_shown_only_when_its_section_made_it_into_the_block(svc):
+    hold(svc, "她明天下午要去医院复诊", type="承诺", quote="我明天下午去复诊", event_date="2026-12-04")
+    hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
+    seen = set()
+    for max_tokens in range(50, 400, 3):  # every budget, including those where a section's title is the last straw
+        block = turn_block(svc, InjectRequest("晚饭能吃花生酱吗", max_tokens=max_tokens), now=NOW)
+        for mid in block.cards:
+            assert svc.store.get(mid).content in block.text, (max_tokens, mid)
+        seen.update(block.cards)
+    assert len(seen) == 2  # both sections do appear once the budget allows

@@ -148,10 +148,20 @@ def turn_block(service: MemoryService, req: InjectRequest, *, just_now_mins: int
     shown = _shown_in(service, req.session_id)
     for title, items in groups:
         # a card this session's window already holds (an earlier turn's block) is not paid for again
-        kept = [line for card, line in items if card.id not in shown and budget.take(card, line)]
-        if kept and budget.tokens_left >= estimate_text(title):
-            budget.tokens_left -= estimate_text(title)
+        fresh = [(card, line) for card, line in items if card.id not in shown]
+        if not fresh:
+            continue
+        # the title is paid for first: a card is taken only into a section that is in the block
+        head = estimate_text(title)
+        if head > budget.tokens_left:
+            budget.left_out += [card.id for card, _ in fresh]
+            continue
+        budget.tokens_left -= head
+        kept = [line for card, line in fresh if budget.take(card, line)]
+        if kept:
             sections.append((title, kept))
+        else:
+            budget.tokens_left += head
     if not sections:
         return Block(left_out=budget.left_out, degraded=result.degraded)
     text = "\n\n".join([HEADER] + [title + "\n" + "\n".join(lines) for title, lines in sections] + [FOOTER])
