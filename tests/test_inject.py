@@ -401,3 +401,12 @@ def test_a_card_counts_as_shown_only_when_its_section_made_it_into_the_block(svc
             assert svc.store.get(mid).content in block.text, (max_tokens, mid)
         seen.update(block.cards)
     assert len(seen) == 2  # both sections do appear once the budget allows
+
+
+def test_the_hook_client_reads_every_form_of_service_address():
+    from ombre.client import host_port
+
+    assert host_port("127.0.0.1:8765") == ("127.0.0.1", 8765)
+    assert host_port("localhost") == ("localhost", 80)
+    assert host_port("[::1]:8765") == ("::1", 8765)
+    assert host_port("[::1]") == ("::1", 80)

@@ -27,15 +27,25 @@ def post_json(url: str, body: dict, *, token: str | None, timeout: float) -> dic
     return answer if isinstance(answer, dict) else None
 
 
+def host_port(hostport: str) -> tuple[str, int]:
+    """`127.0.0.1:8765`, `localhost` or `[::1]:8765` as (host, port); port 80 when none is given."""
+    if hostport.startswith("["):  # an IPv6 literal keeps its colons inside the brackets
+        host, _, rest = hostport[1:].partition("]")
+        port = rest.removeprefix(":")
+    else:
+        host, _, port = hostport.partition(":")
+    return host, int(port or 80)
+
+
 def _post_http(url: str, data: bytes, token: str | None, timeout: float) -> bytes | None:
     deadline = time.monotonic() + timeout
     hostport, _, path = url[len("http://"):].partition("/")
-    host, _, port = hostport.rpartition(":") if hostport.count(":") == 1 else (hostport, "", "80")
+    host, port = host_port(hostport)
     head = (f"POST /{path} HTTP/1.1\r\nHost: {hostport}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(data)}\r\nConnection: close\r\n")
     if token:
         head += f"Authorization: Bearer {token}\r\n"
-    with socket.create_connection((host.strip("[]"), int(port or 80)), timeout=timeout) as conn:
+    with socket.create_connection((host, port), timeout=timeout) as conn:
         conn.sendall(head.encode("latin-1") + b"\r\n" + data)
         chunks = []
         while True:

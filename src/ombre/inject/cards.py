@@ -113,8 +113,7 @@ class _Budget:
         return True
 
 
-def turn_block(service: MemoryService, req: InjectRequest, *, just_now_mins: int = 120,
-               now: dt.datetime | None = None) -> Block:
+def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime | None = None) -> Block:
     """The dynamic block for one person's turn, or an empty block when nothing is worth injecting."""
     now = now or now_utc()
     prompt = (req.prompt or "").strip()
@@ -127,7 +126,7 @@ def turn_block(service: MemoryService, req: InjectRequest, *, just_now_mins: int
     budget = _Budget(req.max_cards, req.max_tokens, HEADER + "\n" + FOOTER)
     sections: list[tuple[str, list[str]]] = []
 
-    handoff = _recent_handoff(service, now, just_now_mins)
+    handoff = _recent_handoff(service, now, service.settings.just_now_mins)
     if handoff is not None:
         text = _clip(handoff, int(req.max_tokens * JUST_NOW_SHARE))
         title = "【刚刚 · 最近一次换窗的交接】"

@@ -33,6 +33,12 @@ _HOP_BY_HOP = {"host", "content-length", "connection", "keep-alive", "transfer-e
 _REMINDER = "<system-reminder>"
 
 
+def _is_person_block(block: object) -> bool:
+    """A text block of the person's own words (Claude Code's system reminders are text blocks too)."""
+    return (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+            and not block["text"].lstrip().startswith(_REMINDER))
+
+
 def person_text(message: dict) -> str:
     """The person's words in a user message: its text blocks, without tool results or system reminders."""
     content = message.get("content")
@@ -40,9 +46,7 @@ def person_text(message: dict) -> str:
         return content.strip()
     if not isinstance(content, list):
         return ""
-    parts = [b.get("text", "") for b in content
-             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-             and not b["text"].lstrip().startswith(_REMINDER)]
+    parts = [b["text"] for b in content if _is_person_block(b)]
     return "\n".join(p for p in parts if p.strip()).strip()
 
 
@@ -69,8 +73,7 @@ def with_block(body: dict, block: str) -> dict:
         last["content"] = [added, {"type": "text", "text": content}]
     else:
         # tool_result blocks must stay first in a user message, so the block goes before the first text
-        at = next(i for i, b in enumerate(content) if isinstance(b, dict) and b.get("type") == "text"
-                  and not str(b.get("text", "")).lstrip().startswith(_REMINDER))
+        at = next(i for i, b in enumerate(content) if _is_person_block(b))
         last["content"] = content[:at] + [added] + content[at:]
     messages[-1] = last
     out["messages"] = messages
@@ -158,7 +161,7 @@ class LocalRecall:
     def __call__(self, prompt: str) -> str | None:
         s = self.settings
         req = InjectRequest(prompt, max_cards=s.inject_max_cards, max_tokens=s.inject_max_tokens)
-        return turn_block(self._open(), req, just_now_mins=s.just_now_mins).text or None
+        return turn_block(self._open(), req).text or None
 
     def close(self) -> None:
         if self._service is not None:

@@ -60,11 +60,10 @@ def user_prompt_submit(payload: dict, settings: Settings, timeout: float) -> tup
 
 def session_start(payload: dict, settings: Settings, timeout: float) -> tuple[str | None, str]:
     source = payload.get("source")
-    session_id = payload.get("session_id")
-    if not just_swapped(settings, source, session_id if isinstance(session_id, str) else None):
+    session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+    if not just_swapped(settings, source, session_id):
         return None, f"source {source!r}: no swap to hand over"
-    body = {"max_tokens": settings.session_start_max_tokens, "source": source,
-            "session_id": session_id if isinstance(session_id, str) else None}
+    body = {"max_tokens": settings.session_start_max_tokens, "source": source, "session_id": session_id}
     block = post_json(settings.memory_url + "/v1/inject/session-start", body, token=settings.token,
                       timeout=timeout)
     if block is None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..files import replace_atomic
 from ..settings import Settings
+from .hooks import EVENTS
 
 MCP_NAME = "ombre"
 RECORD_NAME = "ombre-install.json"
@@ -32,9 +33,9 @@ RECORD_NAME = "ombre-install.json"
 # 5–60 minutes then read the cache instead of writing it again (bench/cost_replay.py).
 CACHE_1H = {"ENABLE_PROMPT_CACHING_1H": "1"}
 DOC_NAME = "ombre-memory-discipline.md"
-HOOK_EVENTS = {"UserPromptSubmit": "user-prompt-submit", "SessionStart": "session-start"}
+HOOK_EVENTS = {event: name for name, event in EVENTS.items()}
 SESSION_START_MATCHER = "startup|resume|compact"
-_OURS = re.compile(r"ombre['\"]? hook (user-prompt-submit|session-start)\s*$")
+_OURS = re.compile(rf"ombre['\"]? hook ({'|'.join(EVENTS)})\s*$")
 # Variables the hook needs when Claude Code is started by a bridge with another environment.
 PASSED_ENV = ("OMBRE_HOME", "OMBRE_URL")
 
@@ -97,6 +98,14 @@ def _dump_json(data: dict) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 
+def _put(data: dict, key: str, value: object) -> None:
+    """Set `key`, or leave it out when there is nothing in it (a config keeps no empty sections of ours)."""
+    if value:
+        data[key] = value
+    else:
+        data.pop(key, None)
+
+
 def _without_ours(groups: list) -> list:
     """Hook groups with our commands taken out (and groups left empty by that dropped)."""
     out = []
@@ -125,24 +134,15 @@ def _settings_change(settings: Settings, exe: Path | None, env: dict[str, str], 
             if event == "SessionStart":
                 ours = {"matcher": SESSION_START_MATCHER, **ours}
             groups.append(ours)
-        if groups:
-            hooks[event] = groups
-        else:
-            hooks.pop(event, None)
-    if hooks:
-        data["hooks"] = hooks
-    else:
-        data.pop("hooks", None)
+        _put(hooks, event, groups)
+    _put(data, "hooks", hooks)
     session_env = data.get("env") if isinstance(data.get("env"), dict) else {}
     for key, value in owned_env.items():
         if exe is not None:
             session_env[key] = value
         elif session_env.get(key) == value:
             session_env.pop(key)
-    if session_env:
-        data["env"] = session_env
-    else:
-        data.pop("env", None)
+    _put(data, "env", session_env)
     after = _dump_json(data) if (data or before is not None) else None
     return FileChange(path, before, after, "Claude Code hooks (UserPromptSubmit, SessionStart)"
                       + (f" and env {', '.join(owned_env)}" if owned_env else ""))
@@ -157,14 +157,12 @@ def _record_change(settings: Settings, owned_env: dict[str, str], install: bool)
 
 
 def _owned_env(settings: Settings, install: bool, cache_1h: bool) -> dict[str, str]:
-    if not install:
-        record = _load_json(settings.claude_home / RECORD_NAME, _read(settings.claude_home / RECORD_NAME))
-        added = record.get("added_env")
-        return {k: str(v) for k, v in added.items()} if isinstance(added, dict) else {}
-    current = _load_json(settings.claude_home / "settings.json", _read(settings.claude_home / "settings.json"))
-    present = current.get("env") if isinstance(current.get("env"), dict) else {}
     record = _load_json(settings.claude_home / RECORD_NAME, _read(settings.claude_home / RECORD_NAME))
     owned = record.get("added_env") if isinstance(record.get("added_env"), dict) else {}
+    if not install:
+        return {k: str(v) for k, v in owned.items()}
+    current = _load_json(settings.claude_home / "settings.json", _read(settings.claude_home / "settings.json"))
+    present = current.get("env") if isinstance(current.get("env"), dict) else {}
     wanted = dict(CACHE_1H) if cache_1h else {}
     # never take over a setting the person made themselves (or their choice of the 5-minute cache)
     return {k: v for k, v in wanted.items()
@@ -184,10 +182,7 @@ def _mcp_change(settings: Settings, exe: Path | None, env: dict[str, str]) -> Fi
         entry = {"type": "stdio", "command": str(exe), "args": ["serve", "--stdio"],
                  "env": {k: env[k] for k in PASSED_ENV if env.get(k)}}
         servers[MCP_NAME] = entry
-    if servers:
-        data["mcpServers"] = servers
-    else:
-        data.pop("mcpServers", None)
+    _put(data, "mcpServers", servers)
     after = _dump_json(data) if (data or before is not None) else None
     if after is not None and before is not None and json.loads(before) == data:
         after = before  # semantically unchanged: leave Claude Code's own formatting alone

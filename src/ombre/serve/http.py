@@ -54,7 +54,7 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
     # The dynamic zone's block for the hooks (and a gateway pointed at this service).
     @app.post("/v1/inject")
     def inject(body: InjectRequest) -> dict:
-        return turn_block(service, body, just_now_mins=service.settings.just_now_mins).to_dict()
+        return turn_block(service, body).to_dict()
 
     @app.post("/v1/inject/session-start")
     def inject_session_start(body: SessionStartRequest) -> dict:
