@@ -169,6 +169,10 @@ class Settings:
         return self.ombre_home / "metrics.jsonl"
 
     @property
+    def distill_log(self) -> Path:
+        return self.ombre_home / "distill.jsonl"
+
+    @property
     def backups_dir(self) -> Path:
         return self.ombre_home / "backups"
 

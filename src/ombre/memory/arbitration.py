@@ -40,11 +40,15 @@ def needs_arbitration(m: Memory) -> bool:
     return m.type in ARBITRATED_TYPES or m.is_commitment or m.importance >= MIN_IMPORTANCE
 
 
+def compared_text(m: Memory) -> str:
+    """What arbitration reads of a memory: its content and the person's words behind it."""
+    return " ".join(x for x in (m.content, m.evidence.quote or "") if x)
+
+
 def related(store: MemoryStore, embedder: Embedder | None, m: Memory, k: int = 5) -> list[tuple[Memory, float]]:
     """The top-k current memories that arbitration compares a new one with, each with its raw similarity
     (0 when found by keywords only)."""
-    text = " ".join(x for x in (m.content, m.evidence.quote or "") if x)
-    fused = retrieve(store, text, embedder=embedder)
+    fused = retrieve(store, compared_text(m), embedder=embedder)
     ids = sorted(fused, key=lambda i: -fused[i][0])[:20]
     found = store.get_many(ids)
     out = [(found[i], float(fused[i][1].get("similarity", 0.0))) for i in ids

@@ -120,7 +120,7 @@ def hold(store: MemoryStore, req: HoldRequest, *, embedder: Embedder | None = No
     similar_ids = [i for i, _ in store.keyword_search(query_terms(memory.content), 5) if i not in handled]
     decision = write_gate.judge(
         memory, source=req.source,
-        auto_today=store.gate_count(today, "auto", (write_gate.STORE, write_gate.STORE_UNCONFIRMED)),
+        auto_today=store.gate_count(today, "auto", write_gate.QUOTA_DECISIONS),
         auto_daily=auto_daily, pinned=store.list(pinned=True),
         similar=[m for m in store.get_many(similar_ids).values() if m.current])
     result = HoldResult(stored=decision.stores, decision=decision.decision, reasons=decision.reasons,

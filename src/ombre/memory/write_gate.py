@@ -12,6 +12,7 @@ from .model import Memory
 from .segment import terms
 
 STORE, STORE_UNCONFIRMED, LOG_ONLY, REFUSE = "store", "store_unconfirmed", "log_only", "refuse"
+QUOTA_DECISIONS = (STORE, STORE_UNCONFIRMED)  # automatic writes these decisions let through count against the quota
 UNCONFIRMED_IMPORTANCE = 4  # an unverified fact may be kept, but never ranked like a confirmed one
 
 # Red-line subjects (seed §7.3): facts about family, body, work, dates are never stored as confirmed

@@ -20,11 +20,11 @@ from typing import Callable
 
 from ..memory import write_gate
 from ..memory.hold import HoldRequest
-from ..memory.model import SHANGHAI
+from ..memory.model import now_utc, shanghai_date
 from ..memory.segment import sentences
 from ..memory.service import MemoryService
 from ..settings import Settings
-from ..transcript.chain import scan
+from ..transcript.chain import parse_timestamp, scan
 from ..window import history
 from .llm import JsonModel, ModelError
 
@@ -43,6 +43,7 @@ RULES = [
                          r"(?:要|去|有|复诊|考试|面试|出差|搬家|生日|回家)")),
     ("偏好", 5, re.compile(r"最喜欢|我喜欢|最爱|爱吃|爱喝|不喜欢|讨厌")),
 ]
+KINDS = tuple(kind for kind, _, _ in RULES)  # what a model's candidate may be; anything else is an 事件
 SYSTEM = ("你从一段陪伴对话里挑出值得长期记住的事，最多 3 条，可以是 0 条。只看「对方」说的话，绝不把「我」（助手）"
           "说的话当成对方的事实。只输出 JSON：{\"candidates\": [{\"type\": \"承诺|约定|规则|事件|偏好\", "
           "\"content\": \"一句话概括\", \"quote\": \"对方的原话，一字不改，最多两句\", \"importance\": 1-10}]}。"
@@ -116,7 +117,7 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
         source = next((t for t in turns if t.who == "person" and quote and quote in t.text), None)
         if source is None:  # a quote not in the person's own words is never stored
             continue
-        kind = item.get("type") if item.get("type") in ("承诺", "约定", "规则", "事件", "偏好") else "事件"
+        kind = item.get("type") if item.get("type") in KINDS else "事件"
         importance = item.get("importance")
         importance = importance if isinstance(importance, int) and 1 <= importance <= 10 else 5
         out.append(Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid, source.when))
@@ -133,7 +134,6 @@ def read_turns(path: Path) -> tuple[str, list[Turn]]:
 class Distiller:
     def __init__(self, settings: Settings, service: MemoryService, model: JsonModel | None = None) -> None:
         self.settings, self.service, self.model = settings, service, model
-        self.warmup = settings.distill_warmup
 
     def _cursor_key(self, sid: str) -> str:
         return f"distill:cursor:{sid}"
@@ -152,12 +152,12 @@ class Distiller:
     def run(self, path: Path, *, force: bool = False, dry_run: bool = False,
             now: dt.datetime | None = None) -> DistillResult:
         now = now or dt.datetime.now(dt.timezone.utc)
+        if not self.settings.async_distill:  # decided before the transcript is read (seconds for a long one)
+            return self._log(DistillResult(Path(path).stem, False, "ASYNC_DISTILL=0"))
         sid, turns = read_turns(path)
-        if not self.settings.async_distill:
-            return self._log(DistillResult(sid, False, "ASYNC_DISTILL=0"))
         cursor = self.cursor(sid)
         new = _after(turns, cursor)
-        if cursor is None and not self.warmup:
+        if cursor is None and not self.settings.distill_warmup:
             # a new session starts at its end: what came before was its parent's to distill (or warm-up's)
             if not dry_run and turns:
                 self._save_cursor(sid, turns[-1])
@@ -184,8 +184,8 @@ class Distiller:
         if dry_run:
             return result
         for c in candidates:
-            day = dt.datetime.fromisoformat(c.when.replace("Z", "+00:00")).astimezone(SHANGHAI).date().isoformat() \
-                if c.when else None
+            said_at = parse_timestamp(c.when)
+            day = shanghai_date(said_at) if said_at else None
             held = self.service.hold(HoldRequest(content=c.content, type=c.type, importance=c.importance,
                                                  quote=c.quote, from_session=sid, evidence_date=day, source="auto"))
             result.held.append({"content": c.content, "stored": held.stored, "decision": held.decision,
@@ -197,10 +197,9 @@ class Distiller:
     def _due(self, person: list[Turn], now: dt.datetime) -> str:
         if len(person) >= TURNS_TRIGGER:
             return f"{len(person)} new turns"
-        if person and person[-1].when:
-            last = dt.datetime.fromisoformat(person[-1].when.replace("Z", "+00:00"))
-            if (now - last).total_seconds() >= IDLE_TRIGGER_S:
-                return "idle 10 minutes"
+        last = parse_timestamp(person[-1].when) if person else None
+        if last is not None and (now - last).total_seconds() >= IDLE_TRIGGER_S:
+            return "idle 10 minutes"
         return ""
 
     def _save_cursor(self, sid: str, turn: Turn) -> None:
@@ -209,7 +208,7 @@ class Distiller:
     def _log(self, result: DistillResult) -> DistillResult:
         if not result.dry_run:
             entry = {k: v for k, v in result.to_dict().items() if k != "candidates"}
-            history.append(self.settings.ombre_home / "distill.jsonl", entry, max_bytes=DISTILL_LOG_MAX_BYTES)
+            history.append(self.settings.distill_log, entry, max_bytes=DISTILL_LOG_MAX_BYTES)
         return result
 
 
@@ -225,10 +224,9 @@ def _after(turns: list[Turn], cursor: dict | None) -> list[Turn]:
 
 
 def status(settings: Settings, service: MemoryService, path: Path | None) -> dict:
-    today = dt.datetime.now(dt.timezone.utc).astimezone(SHANGHAI).date().isoformat()
-    report = {"enabled": settings.async_distill, "auto_holds_today": service.store.gate_count(
-        today, "auto", (write_gate.STORE, write_gate.STORE_UNCONFIRMED)), "daily_cap": settings.auto_hold_daily,
-        "last_outcomes": history.read(settings.ombre_home / "distill.jsonl", limit=20)}
+    report = {"enabled": settings.async_distill, "daily_cap": settings.auto_hold_daily,
+              "auto_holds_today": service.store.gate_count(shanghai_date(now_utc()), "auto", write_gate.QUOTA_DECISIONS),
+              "last_outcomes": history.read(settings.distill_log, limit=20)}
     if path is not None:
         sid, turns = read_turns(path)
         cursor = Distiller(settings, service).cursor(sid)

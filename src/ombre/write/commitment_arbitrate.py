@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..memory.arbitration import ACTIONS, NEEDS_TARGET, Verdict, related
+from ..memory.arbitration import ACTIONS, NEEDS_TARGET, Verdict, compared_text, related
 from ..memory.model import Memory
 from ..memory.segment import bigrams, words
 from ..memory.service import MemoryService
@@ -54,7 +54,7 @@ def situation_of(text: str) -> str:
 
 
 def rules_verdict(new: Memory, candidates: list[tuple[Memory, float]]) -> Verdict:
-    text = " ".join(x for x in (new.content, new.evidence.quote or "") if x)
+    text = compared_text(new)
     terms = _topic_terms(text)
     same_topic = [(m, sim) for m, sim in candidates
                   if sim >= RELATED_SIMILARITY or terms & _topic_terms(m.content)]
