@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -215,3 +217,15 @@ def test_rules_handle_the_common_phrasings(rules, old, new, action):
     first = hold(rules, old, type="约定", quote=old)
     second = hold(rules, new, type="约定", quote=new)
     assert second.arbitration["action"] == action and second.arbitration["target"] == first.id
+
+
+@pytest.mark.parametrize("backend", ["anthropic", "openai"])
+def test_opening_the_service_with_a_model_configured_does_not_import_its_sdk(tmp_path, backend):
+    # every CLI command opens the service; only a hold that needs arbitration asks the model
+    code = ("import sys; from ombre.settings import Settings; from ombre.write.commitment_arbitrate import "
+            "open_service; open_service(Settings.from_env(), use_vectors=False).close(); "
+            f"print({backend!r} in sys.modules)")
+    env = {"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "o"), "OMBRE_LLM": backend, "OMBRE_LLM_MODEL": "m",
+           "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from functools import cached_property
 from typing import Protocol
 
 from ..errors import UsageError
@@ -60,15 +61,23 @@ def _with_deadline(call, timeout_s: float):
 
 class AnthropicModel:
     def __init__(self, model: str, api_key: str, base_url: str | None, timeout_s: float) -> None:
-        import anthropic  # imported only when configured: it costs over a second
-
         self.name = f"anthropic:{model}"
         self.model, self.timeout_s = model, timeout_s
-        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
+        self._options = {"api_key": api_key, "base_url": base_url, "timeout": timeout_s, "max_retries": 0}
+
+    @cached_property
+    def _client(self):  # noqa: ANN202
+        # imported on the first question, not when configured: every command that opens the memory service
+        # configures the arbiter, few of them ask, and the import costs over a second
+        import anthropic
+
+        return anthropic.Anthropic(**self._options)
 
     def ask(self, system: str, prompt: str) -> dict:
+        client = self._client  # outside the deadline: the import is not the model's time
+
         def call() -> dict:
-            reply = self._client.messages.create(model=self.model, max_tokens=1024, system=system,
+            reply = client.messages.create(model=self.model, max_tokens=1024, system=system,
                                                  messages=[{"role": "user", "content": prompt}])
             text = "".join(getattr(b, "text", "") for b in reply.content)
             return parse_json_object(text)
@@ -78,15 +87,21 @@ class AnthropicModel:
 
 class OpenAIModel:
     def __init__(self, model: str, api_key: str, base_url: str | None, timeout_s: float) -> None:
-        import openai
-
         self.name = f"openai:{model}"
         self.model, self.timeout_s = model, timeout_s
-        self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
+        self._options = {"api_key": api_key, "base_url": base_url, "timeout": timeout_s, "max_retries": 0}
+
+    @cached_property
+    def _client(self):  # noqa: ANN202
+        import openai  # on the first question, as AnthropicModel
+
+        return openai.OpenAI(**self._options)
 
     def ask(self, system: str, prompt: str) -> dict:
+        client = self._client  # outside the deadline: the import is not the model's time
+
         def call() -> dict:
-            reply = self._client.chat.completions.create(
+            reply = client.chat.completions.create(
                 model=self.model, messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
                 response_format={"type": "json_object"})
             return parse_json_object(reply.choices[0].message.content or "")
