@@ -156,13 +156,13 @@ def _selector(settings: Settings, retain: int | None, keep_days: str | None, kee
         max_kept=settings.forge_max_kept if max_kept is None else max_kept)
 
 
-def _read_text_file(path: Path, what: str) -> str:
+def _read_handoff_file(path: Path) -> str:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read the {what} {path}: {exc}", hint="give a UTF-8 text file") from None
+        raise UsageError(f"cannot read the handoff file {path}: {exc}", hint="give a UTF-8 text file") from None
     if not text.strip():
-        raise UsageError(f"the {what} {path} is empty", hint="write the handoff text first")
+        raise UsageError(f"the handoff file {path} is empty", hint="write the handoff text first")
     return text
 
 
@@ -182,7 +182,7 @@ def forge(settings: Settings, session: str | None, squash: int | None, inject_fi
     from .window.forge import ForgeOptions, run
 
     selector = _selector(settings, **selection)
-    inject_text = _read_text_file(inject_file, "handoff file") if inject_file is not None else None
+    inject_text = _read_handoff_file(inject_file) if inject_file is not None else None
     path = _session(settings, session)
     result = run(path, ForgeOptions(selector=selector, squash=squash, inject_text=inject_text,
                                     inject_source=str(inject_file) if inject_file else None, dry_run=dry_run,
@@ -290,7 +290,7 @@ def demo(settings: Settings, keep: Path | None) -> None:
 def _service(settings: Settings):
     from .write.commitment_arbitrate import open_service
 
-    return open_service(settings, use_vectors=settings.use_vectors)
+    return open_service(settings)
 
 
 @main.command()
@@ -720,7 +720,7 @@ def tunnel(settings: Settings, session: str | None, as_diet: bool, squash: int |
         mode="diet" if as_diet else "forge",
         selector=None if as_diet else _selector(settings, **selection), squash=squash,
         handoff_days=parse_days(handoff_days) if handoff_days else (),
-        handoff_text=_read_text_file(handoff_file, "handoff file") if handoff_file else None,
+        handoff_text=_read_handoff_file(handoff_file) if handoff_file else None,
         hold=not no_hold, nudge=not no_nudge, dry_run=dry_run)
     bridge = _bridge(settings)
     result = run(settings, _session(settings, session), options, bridge=bridge,

@@ -85,7 +85,7 @@ def _memory_steps(settings: Settings, session: Path) -> list[Step]:
     """hold → arbitration → the per-turn block → the handoff pack, on a fresh store beside the demo home."""
     from .tunnel.handoff import prepare
 
-    service = open_service(settings, use_vectors=settings.use_vectors)
+    service = open_service(settings)
     lines = []
     try:
         for content, kind, quote in (("每周三晚上语音", "承诺", "以后每周三晚上都语音吧"),

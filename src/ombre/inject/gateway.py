@@ -155,7 +155,7 @@ class LocalRecall:
     def _open(self) -> MemoryService:
         with self._lock:
             if self._service is None:
-                self._service = MemoryService(self.settings, use_vectors=self.settings.use_vectors)
+                self._service = MemoryService(self.settings)
             return self._service
 
     def __call__(self, prompt: str) -> str | None:

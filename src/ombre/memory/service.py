@@ -22,11 +22,11 @@ from .store import MemoryStore
 
 class MemoryService:
     def __init__(self, settings: Settings, store: MemoryStore | None = None, embedder: Embedder | None = None,
-                 use_vectors: bool = True) -> None:
+                 use_vectors: bool | None = None) -> None:
         self.settings = settings
         self.store = store or SQLiteStore(settings.memory_db)
         self._embedder = embedder
-        self._use_vectors = use_vectors
+        self._use_vectors = settings.use_vectors if use_vectors is None else use_vectors  # OMBRE_VECTORS
         self.embedder_error: str | None = None
         # commitment arbitration, attached by the write layer (write/commitment_arbitrate.open_service)
         self.arbitrate: Callable[[Memory], Verdict] | None = None

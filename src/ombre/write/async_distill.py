@@ -241,7 +241,7 @@ def for_keeper(settings: Settings) -> Callable[[Path, bool], None]:
     from .llm import from_settings
 
     def run(path: Path, force: bool) -> None:
-        service = open_service(settings, use_vectors=settings.use_vectors)
+        service = open_service(settings)
         try:
             Distiller(settings, service, from_settings(settings)).run(path, force=force)
         finally:
