@@ -223,7 +223,7 @@ def test_rules_handle_the_common_phrasings(rules, old, new, action):
 def test_opening_the_service_with_a_model_configured_does_not_import_its_sdk(tmp_path, backend):
     # every CLI command opens the service; only a hold that needs arbitration asks the model
     code = ("import sys; from ombre.settings import Settings; from ombre.write.commitment_arbitrate import "
-            "open_service; open_service(Settings.from_env(), use_vectors=False).close(); "
+            "open_service; open_service(Settings.from_env(), encoders={}).close(); "
             f"print({backend!r} in sys.modules)")
     env = {"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "o"), "OMBRE_LLM": backend, "OMBRE_LLM_MODEL": "m",
            "PATH": "/usr/bin:/bin"}

@@ -52,12 +52,58 @@ def test_unconfirmed_marks_reminders_and_just_now_share_the_one_block(svc):
     hold(svc, "她喜欢喝桂花乌龙", type="偏好")
     hold(svc, "话题：论文进度和喝茶；对方状态：有点累", type="会话交接", tags=["会话交接", "forge"],
          now=NOW - dt.timedelta(minutes=30))
-    block = turn_block(svc, InjectRequest("想喝点什么"), now=NOW)
+    block = turn_block(svc, InjectRequest("想喝点什么", session_id="s1"), now=NOW)
     assert "【刚刚" in block.text and "论文进度" in block.text  # a window was swapped half an hour ago
     assert "【提醒" in block.text and "明天 [承诺]" in block.text  # due tomorrow (Shanghai calendar)
     assert "桂花乌龙" in block.text and "未确认" in block.text
-    later = turn_block(svc, InjectRequest("想喝点什么"), now=NOW + dt.timedelta(hours=5))
+    later = turn_block(svc, InjectRequest("想喝点什么", session_id="s9"), now=NOW + dt.timedelta(hours=5))
     assert "【刚刚" not in later.text  # Just Now is only for a swap that just happened
+
+
+def test_just_now_is_injected_once_per_session_and_again_after_a_compaction(svc):
+    hold(svc, "话题：论文进度和喝茶；对方状态：有点累", type="会话交接", tags=["会话交接", "forge"],
+         now=NOW - dt.timedelta(minutes=30))
+    first = turn_block(svc, InjectRequest("今天好累", session_id="s1"), now=NOW)
+    second = turn_block(svc, InjectRequest("还是好累", session_id="s1"), now=NOW + dt.timedelta(minutes=2))
+    other = turn_block(svc, InjectRequest("今天好累", session_id="s2"), now=NOW)
+    assert "【刚刚" in first.text and "【刚刚" not in second.text and "【刚刚" in other.text
+    assert "【刚刚" not in turn_block(svc, InjectRequest("今天好累"), now=NOW).text  # no session: never
+    # a compaction: the session-start block carries the handoff again, so the turn after it does not
+    start = session_block(svc, SessionStartRequest(session_id="s1", source="compact"), now=NOW)
+    assert "论文进度" in start.text
+    assert "【刚刚" not in turn_block(svc, InjectRequest("嗯", session_id="s1"), now=NOW).text
+
+
+def test_a_window_whose_start_block_carried_the_handoff_hears_no_just_now(svc):
+    hold(svc, "话题：论文进度和喝茶；对方状态：有点累", type="会话交接", tags=["会话交接", "forge"],
+         now=NOW - dt.timedelta(minutes=30))
+    assert "论文进度" in session_block(svc, SessionStartRequest(session_id="new", source="resume"), now=NOW).text
+    assert "【刚刚" not in turn_block(svc, InjectRequest("今天好累", session_id="new"), now=NOW).text
+
+
+def test_the_pinned_core_is_not_repeated_on_every_turn(svc):
+    pin = hold(svc, "不要在她面前提前任", type="规则", pinned=True, quote="别再提我前任了")
+    hold(svc, "话题：周末安排", type="会话交接", tags=["会话交接"], now=NOW - dt.timedelta(minutes=5))
+    start = session_block(svc, SessionStartRequest(session_id="w1", source="resume"), now=NOW)
+    assert "前任" in start.text and start.pinned == [pin]
+    assert "前任" not in turn_block(svc, InjectRequest("我前任今天给我发消息了", session_id="w1"), now=NOW).text
+    fresh = turn_block(svc, InjectRequest("我前任今天给我发消息了", session_id="w2"), now=NOW)
+    assert "【置顶核心】" in fresh.text and fresh.pinned == [pin] and pin not in fresh.cards
+    again = turn_block(svc, InjectRequest("前任又来找我了", session_id="w2"), now=NOW)
+    assert "前任" not in again.text
+
+
+def test_a_block_finished_after_the_clients_deadline_is_not_recorded(svc):
+    m = hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
+    gone = time.monotonic() - 1.0  # the client stopped waiting a second ago
+    late = turn_block(svc, InjectRequest("晚饭能吃花生酱吗", session_id="s1", budget_ms=100), now=NOW,
+                      received=gone)
+    assert late.late and "花生" in late.text
+    assert svc.store.get(m).activation_count == 0  # never seen: no activation
+    on_time = turn_block(svc, InjectRequest("晚饭能吃花生酱吗", session_id="s1", budget_ms=5000), now=NOW)
+    assert not on_time.late and "花生" in on_time.text  # so the card still comes, on the next turn
+    assert svc.store.get(m).activation_count == 1
+    assert turn_block(svc, InjectRequest("花生酱呢", session_id="s1"), now=NOW).text == ""
 
 
 def test_nothing_is_injected_for_empty_commands_or_unrelated_prompts(svc):
@@ -334,9 +380,11 @@ def test_a_card_already_in_this_sessions_window_is_not_injected_again(svc):
 def test_an_anniversary_card_rides_in_the_block_once_a_day(svc):
     hold(svc, "我们第一次见面是在西湖边", type="事件", quote="我们第一次见面是在西湖边", event_date="2025-12-03",
          now=NOW - dt.timedelta(days=400))
-    block = turn_block(svc, InjectRequest("今天有点想你"), now=NOW)
+    block = turn_block(svc, InjectRequest("今天有点想你", session_id="s1"), now=NOW)
     assert "【今日纪念】" in block.text and "西湖" in block.text
-    assert "【今日纪念】" not in turn_block(svc, InjectRequest("今天有点想你"), now=NOW).text
+    assert "【今日纪念】" not in turn_block(svc, InjectRequest("今天有点想你", session_id="s1"), now=NOW).text
+    # another window that day hears it too
+    assert "【今日纪念】" in turn_block(svc, InjectRequest("今天有点想你", session_id="s2"), now=NOW).text
 
 
 def test_only_shown_cards_count_as_activated(svc):

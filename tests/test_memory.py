@@ -14,7 +14,7 @@ from ombre.memory.anniversary import is_anniversary
 from ombre.memory.breath import BreathRequest, rank_factor
 from ombre.memory.embed import E5Embedder
 from ombre.memory.hold import HoldRequest, enrich_pending
-from ombre.memory.model import Memory, iso
+from ombre.memory.model import SHANGHAI, Memory, iso
 from ombre.memory.segment import document
 from ombre.memory.service import MemoryService
 from ombre.memory.sqlite_store import SQLiteStore
@@ -152,7 +152,8 @@ def test_breath_finds_by_meaning_and_says_why(svc):
     held(svc, "她在学吉他，想弹晴天")
     r = svc.breath(BreathRequest("我们什么时候打电话来着"), now=NOW)
     assert r.cards[0].id == target.id
-    assert {"keyword", "vector", "importance", "decay", "relevance"} <= set(r.cards[0].why)
+    assert {"keyword", "sim", "ranks", "importance", "decay", "relevance"} <= set(r.cards[0].why)
+    assert set(r.cards[0].why["sim"]) == {"e5", "use"}  # both encoders read it
     assert r.cards[0].score > 0
 
 
@@ -164,15 +165,31 @@ def test_keywords_still_work_when_the_embedder_fails(tmp_path, embedder):
         def query(self, text):
             raise RuntimeError("model crashed")
 
-    broken = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), embedder=Broken())
+    broken = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), encoders={"e5": Broken()})
     r = broken.hold(HoldRequest(content="她养了一只猫叫年糕"), now=NOW)
     assert r.stored and not r.embedded and any("向量化失败" in w for w in r.warnings)
     found = broken.breath(BreathRequest("年糕"), now=NOW)
     assert [c.id for c in found.cards] == [r.id] and found.degraded
     broken.close()
-    fixed = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), embedder=embedder)
-    assert enrich_pending(fixed.store, embedder) == 1 and fixed.get(r.id).has_vector
+    fixed = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), encoders={"e5": embedder})
+    assert enrich_pending(fixed.store, {"e5": embedder}) == 1 and fixed.get(r.id).vectors == ["e5"]
     fixed.close()
+
+
+def test_one_encoder_failing_leaves_the_other_and_keywords(tmp_path, embedder):
+    class Broken(E5Embedder):
+        def queries(self, texts):
+            raise RuntimeError("model crashed")
+
+    from ombre.memory.embed import USEEmbedder
+
+    s = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), encoders={"e5": Broken(), "use": USEEmbedder()})
+    a = s.hold(HoldRequest(content="她养了一只猫叫年糕"), now=NOW)
+    s.hold(HoldRequest(content="她周末喜欢去爬山"), now=NOW)
+    found = s.breath(BreathRequest("家里那只小动物叫什么"), now=NOW)
+    assert found.cards[0].id == a.id and found.encoders == ["use"]
+    assert any("e5 vectors unavailable" in d for d in found.degraded)
+    s.close()
 
 
 def test_pinned_core_is_surfaced_outside_the_card_budget(svc):
@@ -203,8 +220,10 @@ def test_session_start_gives_the_latest_handoff_and_the_pinned_core(svc):
     latest = held(svc, "正在谈：她周四复诊", type="会话交接", tags=["会话交接", "forge"])
     pin = held(svc, "不要在她面前提前任", type="规则", pinned=True, quote="别再提我前任了")
     r = svc.breath(BreathRequest(is_session_start=True), now=NOW)
-    assert "她周四复诊" in r.handoff and "周末去哪玩" not in r.handoff and "不要在她面前提前任" in r.handoff
+    assert "她周四复诊" in r.handoff and "周末去哪玩" not in r.handoff
     assert [c.id for c in r.pinned] == [pin.id] and latest.id
+    text = r.render()
+    assert "她周四复诊" in text and "【置顶核心】" in text and "不要在她面前提前任" in text
 
 
 # -- anniversaries --------------------------------------------------------------------------------------
@@ -214,12 +233,42 @@ def test_created_today_is_not_a_one_year_anniversary(svc):
     assert svc.breath(BreathRequest("看海"), now=NOW).anniversary is None
 
 
-def test_a_memory_one_year_old_comes_back_on_its_day_once(svc):
+def test_a_memory_one_year_old_comes_back_on_its_day(svc):
     old = held(svc, "一年前的今天我们第一次一起看海", now=NOW - dt.timedelta(days=365))
     first = svc.breath(BreathRequest("随便聊聊"), now=NOW)
     assert first.anniversary is not None and first.anniversary.id == old.id
-    assert svc.breath(BreathRequest("再聊聊"), now=NOW).anniversary is None  # at most one a day
     assert svc.breath(BreathRequest("随便聊聊"), now=NOW + dt.timedelta(days=1)).anniversary is None
+
+
+def test_two_breaths_on_an_anniversary_day_both_show_it(svc):
+    old = held(svc, "一年前的今天我们第一次一起看海", importance=6, now=NOW - dt.timedelta(days=365))
+    assert svc.breath(BreathRequest("随便聊聊"), now=NOW).anniversary.id == old.id
+    again = svc.breath(BreathRequest("再聊聊"), now=NOW + dt.timedelta(hours=3))
+    assert again.anniversary is not None and again.anniversary.id == old.id  # not used up by the first
+    assert "【今日纪念】" in again.render()
+
+
+def test_a_memory_imported_after_the_days_first_breath_still_shows(svc, tmp_path):
+    assert svc.breath(BreathRequest("随便聊聊"), now=NOW).anniversary is None
+    m = Memory(content="两年前的今天我们搬进了新家", id="moved", created="2024-12-03T02:00:00+00:00",
+               last_active="2024-12-03T02:00:00+00:00", event_date="2024-12-03", tags=["纪念日"])
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(m.to_dict(), ensure_ascii=False) + "\n", encoding="utf-8")
+    svc.import_(path)
+    assert svc.breath(BreathRequest("随便聊聊"), now=NOW + dt.timedelta(hours=1)).anniversary.id == "moved"
+
+
+def test_a_yearly_birthday_is_in_tomorrows_reminders(svc):
+    from ombre.memory.anniversary import due
+
+    mum = held(svc, "她妈妈的生日", tags=["生日"], event_date="1968-12-04", quote="我妈生日是12月4号",
+               now=NOW - dt.timedelta(days=100))
+    held(svc, "她第一次去看海", event_date="2019-12-04", now=NOW - dt.timedelta(days=100))  # not a yearly date
+    today = NOW.astimezone(SHANGHAI).date()
+    found = due(svc.store, [today, today + dt.timedelta(days=1)])
+    assert [(m.id, day) for m, day in found] == [(mum.id, today + dt.timedelta(days=1))]
+    next_year = due(svc.store, [dt.date(2027, 12, 3), dt.date(2027, 12, 4)])
+    assert [m.id for m, _ in next_year] == [mum.id]  # every year
 
 
 def test_a_birthday_told_recently_with_an_older_date_counts(svc):
@@ -260,7 +309,7 @@ def test_the_database_is_one_wal_sqlite_file_with_recorded_migrations(svc):
     assert [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY name")] == [
         "m001_memories", "m002_gate_log", "m003_meta", "m004_unembedded_index", "m005_fts_rank_and_vocab",
         "m006_event_date_index", "m007_arbitration",
-        "m008_type_and_date_indexes", "m009_term_docs"]
+        "m008_type_and_date_indexes", "m009_term_docs", "m010_second_encoder_and_month_days"]
     db.close()
 
 

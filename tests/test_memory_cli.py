@@ -36,7 +36,7 @@ def test_hold_breath_and_memories(run, tmp_path):
     out = tmp_path / "export.jsonl"
     assert "exported 1" in run("memories", "export", str(out)).output
     start = json.loads(run("breath", "--session-start", "--json").output)
-    assert start["pinned"][0]["id"] == mid and "每周三" in start["handoff"]
+    assert start["pinned"][0]["id"] == mid and "每周三" in start["text"]
 
 
 def test_refused_hold_exits_non_zero_and_says_why(run):

@@ -107,7 +107,7 @@ def test_at_75_percent_forge_runs_holds_the_handoff_and_the_private_context_surv
     assert "会话交接" in new and "ombreHandoff" in new
     from ombre.memory.service import MemoryService
 
-    svc = MemoryService(settings, use_vectors=False)
+    svc = MemoryService(settings, encoders={})
     handoffs = svc.store.list(type="会话交接")
     svc.close()
     assert len(handoffs) == 1 and handoffs[0].evidence.from_session == path.stem

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 import json
 import sys
 from dataclasses import asdict, is_dataclass
@@ -344,38 +345,30 @@ def _format_hold(r) -> str:
 @click.option("--valence", type=float, default=None)
 @click.option("--arousal", type=float, default=None)
 @click.option("--session-start", is_flag=True, help="With no query: the handoff block for a new window.")
+@click.option("--context", "context", multiple=True,
+              help="An earlier utterance of the person (repeat, oldest first): what a fragment of a query is about.")
 @json_option
 @click.pass_obj
 @handles_errors
 def breath(settings: Settings, query: str, max_results: int, max_tokens: int, domain: str | None,
-           valence: float | None, arousal: float | None, session_start: bool, as_json: bool) -> None:
-    """Recall memories for a query (hybrid keyword + vector), or the handoff block at session start."""
+           valence: float | None, arousal: float | None, session_start: bool, context: tuple[str, ...],
+           as_json: bool) -> None:
+    """Recall memories for a query (keywords and two encoders, rank-fused), or the handoff block at
+    session start."""
     from .memory.breath import BreathRequest
 
     service = _service(settings)
     try:
         result = service.breath(BreathRequest(query=query, max_results=max_results, max_tokens=max_tokens,
                                               domain=domain, valence=valence, arousal=arousal,
-                                              is_session_start=session_start))
+                                              is_session_start=session_start, context=list(context) or None))
     finally:
         service.close()
     _emit(as_json, result, lambda: _format_breath(result))
 
 
 def _format_breath(r) -> str:
-    lines = []
-    if r.handoff:
-        lines.append(r.handoff)
-    for c in r.pinned:
-        lines.append(f"  pinned  {c.id}  {c.render()}")
-    for c in r.cards:
-        lines.append(f"  {c.score:6.3f}  {c.id}  {c.render()}")
-    if r.anniversary:
-        lines.append(f"  今日纪念  {r.anniversary.id}  {r.anniversary.render()}")
-    if not lines:
-        lines.append("  (nothing recalled)")
-    lines += [f"  degraded {d}" for d in r.degraded]
-    return "\n".join(lines)
+    return "\n".join([r.render()] + [f"  degraded {d}" for d in r.degraded])
 
 
 @main.command()
@@ -400,6 +393,9 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
 
         check_bind(host, token)
         service.warm()
+        # memories without a vector from every encoder (an older store, a model that was away) are embedded
+        # while serving; recall finds them by their other signals meanwhile (progress: GET /health)
+        threading.Thread(target=service.embed_pending, name="ombre-embed", daemon=True).start()
         uvicorn.run(create_app(service, token), host=host, port=port, log_level="warning")
     finally:
         service.close()

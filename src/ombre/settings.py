@@ -32,6 +32,24 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() not in {"0", "false", "no", "off"}
 
 
+ENCODERS = ("e5", "use")
+
+
+def _encoders(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("OMBRE_ENCODERS")
+    if raw is None or raw.strip() == "":
+        return ENCODERS
+    chosen = tuple(dict.fromkeys(k.strip().lower() for k in raw.split(",") if k.strip()))
+    unknown = [k for k in chosen if k not in ENCODERS]
+    if unknown or not chosen:
+        from .errors import UsageError
+
+        raise UsageError(f"OMBRE_ENCODERS={raw!r} names no known encoder" if not chosen else
+                         f"OMBRE_ENCODERS names unknown encoder(s): {', '.join(unknown)}",
+                         hint="use e5, use or both (e5,use); OMBRE_VECTORS=0 turns vectors off")
+    return chosen
+
+
 @dataclass(frozen=True)
 class Settings:
     claude_home: Path
@@ -56,13 +74,17 @@ class Settings:
     auto_hold_daily: int = 8
     max_content_chars: int = 4_000
     extra_types: tuple[str, ...] = ()
-    use_vectors: bool = True  # OMBRE_VECTORS=0: keywords only, for machines too slow for the model
+    use_vectors: bool = True  # OMBRE_VECTORS=0: keywords only, for machines too slow for the models
+    encoders: tuple[str, ...] = ("e5", "use")  # OMBRE_ENCODERS: which bundled encoders recall uses
     # dual-zone injection (seed §9.1): the per-turn block's budgets, and where the memory service listens
     memory_url: str = "http://127.0.0.1:8765"
     token: str | None = None
     inject_max_cards: int = 5
     inject_max_tokens: int = 1_800
     inject_timeout_ms: int = 5_000
+    # how soon the hook would like its answer (process start included): recall leaves out the slower encoder
+    # when it would not fit; the block still may take up to inject_timeout_ms
+    inject_target_ms: int = 150
     session_start_max_tokens: int = 1_500
     just_now_mins: int = 120
     upstream: str = "https://api.anthropic.com"
@@ -120,11 +142,13 @@ class Settings:
             max_content_chars=_int(env, "OMBRE_MAX_CONTENT_CHARS", 4_000),
             extra_types=tuple(t.strip() for t in env.get("OMBRE_EXTRA_TYPES", "").split(",") if t.strip()),
             use_vectors=_flag(env, "OMBRE_VECTORS", True),
+            encoders=_encoders(env),
             memory_url=(env.get("OMBRE_URL") or "http://127.0.0.1:8765").rstrip("/"),
             token=env.get("OMBRE_TOKEN") or None,
             inject_max_cards=_int(env, "OMBRE_INJECT_MAX_CARDS", 5),
             inject_max_tokens=_int(env, "OMBRE_INJECT_MAX_TOKENS", 1_800),
             inject_timeout_ms=_int(env, "OMBRE_INJECT_TIMEOUT_MS", 5_000),
+            inject_target_ms=_int(env, "OMBRE_INJECT_TARGET_MS", 150),
             session_start_max_tokens=_int(env, "OMBRE_SESSION_START_MAX_TOKENS", 1_500),
             just_now_mins=_int(env, "OMBRE_JUST_NOW_MINS", 120),
             upstream=(env.get("OMBRE_UPSTREAM") or "https://api.anthropic.com").rstrip("/"),

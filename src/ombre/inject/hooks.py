@@ -19,11 +19,14 @@ from typing import IO
 from ..client import post_json
 from ..settings import Settings
 from ..tokens import estimate_text
+from ..transcript import tail
 from ..window import history
 
 EVENTS = {"user-prompt-submit": "UserPromptSubmit", "session-start": "SessionStart"}
 MAX_CONTEXT_CHARS = 9_500  # Claude Code truncates hook output past 10,000 characters
 SEND_CHARS = 4_000  # the service searches a message by its end; no need to ship a pasted novel
+CONTEXT_TURNS = 3  # the person's earlier utterances sent along (memory.query.RECENT_TURNS)
+CONTEXT_CHARS = 200
 LOG_MAX_BYTES = 1_000_000
 
 
@@ -39,37 +42,50 @@ def within_budget(block: dict, max_cards: int, max_tokens: int) -> str | None:
     return text
 
 
-def request_block(settings: Settings, prompt: str, session_id: object, timeout: float) -> dict | None:
-    """Ask the running memory service for this turn's block (the hook, and the gateway's remote recall)."""
-    body = {"prompt": prompt[-SEND_CHARS:], "session_id": session_id,
-            "max_cards": settings.inject_max_cards, "max_tokens": settings.inject_max_tokens}
+def request_block(settings: Settings, prompt: str, session_id: object, timeout: float, *,
+                  context: list[str] | None = None, target: float | None = None) -> dict | None:
+    """Ask the running memory service for this turn's block (the hook, and the gateway's remote recall).
+    It is told how long we still wait (`timeout`, s: a block finished later is not recorded as shown) and
+    how soon we would like it (`target`, s: recall leaves out the slower encoder when that would not fit)."""
+    body = {"prompt": prompt[-SEND_CHARS:], "session_id": session_id, "context": context or None,
+            "max_cards": settings.inject_max_cards, "max_tokens": settings.inject_max_tokens,
+            "budget_ms": round(timeout * 1000, 1),
+            "target_ms": None if target is None else round(max(0.0, target) * 1000, 1)}
     return post_json(settings.memory_url + "/v1/inject", body, token=settings.token, timeout=timeout)
 
 
-def user_prompt_submit(payload: dict, settings: Settings, timeout: float) -> tuple[str | None, str]:
-    """(additionalContext or None, what happened)."""
+def user_prompt_submit(payload: dict, settings: Settings, timeout: float,
+                       target: float | None = None) -> tuple[str | None, str, dict]:
+    """(additionalContext or None, what happened, what to log of it)."""
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
-        return None, "no prompt"
-    block = request_block(settings, prompt, payload.get("session_id"), timeout)
+        return None, "no prompt", {}
+    path = payload.get("transcript_path")
+    context = tail.person_turns(path, CONTEXT_TURNS, CONTEXT_CHARS) if isinstance(path, str) and path else []
+    block = request_block(settings, prompt, payload.get("session_id"), timeout, context=context, target=target)
     if block is None:
-        return None, "memory service unavailable"
+        return None, "memory service unavailable", {"context": len(context)}
     text = within_budget(block, settings.inject_max_cards, settings.inject_max_tokens)
-    return text, (f"{len(block.get('cards') or [])} cards" if text else "nothing to inject")
+    log = {"context": len(context), "cards": block.get("cards"), "pinned": block.get("pinned"),
+           "why": block.get("why"), "encoders": block.get("encoders")}
+    if block.get("late"):
+        return None, "answered after the deadline", log
+    return text, (f"{len(block.get('cards') or [])} cards" if text else "nothing to inject"), log
 
 
-def session_start(payload: dict, settings: Settings, timeout: float) -> tuple[str | None, str]:
+def session_start(payload: dict, settings: Settings, timeout: float,
+                  target: float | None = None) -> tuple[str | None, str, dict]:
     source = payload.get("source")
     session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     if not just_swapped(settings, source, session_id):
-        return None, f"source {source!r}: no swap to hand over"
+        return None, f"source {source!r}: no swap to hand over", {}
     body = {"max_tokens": settings.session_start_max_tokens, "source": source, "session_id": session_id}
     block = post_json(settings.memory_url + "/v1/inject/session-start", body, token=settings.token,
                       timeout=timeout)
     if block is None:
-        return None, "memory service unavailable"
+        return None, "memory service unavailable", {}
     text = within_budget(block, 1_000, settings.session_start_max_tokens)
-    return text, ("handoff" if text else "nothing to hand over")
+    return text, ("handoff" if text else "nothing to hand over"), {"pinned": block.get("pinned")}
 
 
 def just_swapped(settings: Settings, source: object, session_id: str | None,
@@ -93,10 +109,12 @@ def just_swapped(settings: Settings, source: object, session_id: str | None,
     return now - at <= dt.timedelta(minutes=settings.just_now_mins)
 
 
-def run(event: str, stdin: IO[str], stdout: IO[str], env: dict | None = None) -> int:
-    """Run one hook; always returns 0."""
-    started = time.monotonic()
-    outcome, settings = "bad input", None
+def run(event: str, stdin: IO[str], stdout: IO[str], env: dict | None = None,
+        started: float | None = None) -> int:
+    """Run one hook; always returns 0. `started` (time.monotonic()) is when the process began, from which
+    the time budget and the latency target count."""
+    started = time.monotonic() if started is None else started
+    outcome, settings, details = "bad input", None, {}
     try:
         settings = Settings.from_env(env)
         raw = stdin.read()
@@ -105,8 +123,9 @@ def run(event: str, stdin: IO[str], stdout: IO[str], env: dict | None = None) ->
             budget = settings.inject_timeout_ms / 1000
             # leave room to print before the budget is spent
             timeout = budget - (time.monotonic() - started) - 0.05
+            target = settings.inject_target_ms / 1000 - (time.monotonic() - started) - 0.01
             handler = user_prompt_submit if event == "user-prompt-submit" else session_start
-            text, outcome = handler(payload, settings, timeout)
+            text, outcome, details = handler(payload, settings, timeout, target)
             if text and time.monotonic() - started <= budget:
                 stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": EVENTS[event],
                                                                 "additionalContext": text}},
@@ -117,18 +136,21 @@ def run(event: str, stdin: IO[str], stdout: IO[str], env: dict | None = None) ->
     except Exception as exc:  # noqa: BLE001 — nothing may reach the person or stop the turn
         outcome = f"error: {type(exc).__name__}"
     if settings is not None:
-        _log(settings, event, outcome, (time.monotonic() - started) * 1000)
+        _log(settings, event, outcome, (time.monotonic() - started) * 1000, details)
     return 0
 
 
-def _log(settings: Settings, event: str, outcome: str, ms: float) -> None:
-    """One line per hook run in OMBRE_HOME/hooks.jsonl (kept under ~1 MB), for `tail` when a turn had no cards."""
+def _log(settings: Settings, event: str, outcome: str, ms: float, details: dict) -> None:
+    """One line per hook run in OMBRE_HOME/hooks.jsonl (kept under ~1 MB): what happened, and which cards
+    were injected and why, for `tail` when a turn had no cards or the wrong ones."""
     path: Path = settings.ombre_home / "hooks.jsonl"
+    entry = {"event": event, "outcome": outcome, "ms": round(ms, 1),
+             **{k: v for k, v in details.items() if v}}
     try:
-        history.append(path, {"event": event, "outcome": outcome, "ms": round(ms, 1)}, max_bytes=LOG_MAX_BYTES)
+        history.append(path, entry, max_bytes=LOG_MAX_BYTES)
     except OSError:
         pass
 
 
-def main(event: str) -> int:
-    return run(event, sys.stdin, sys.stdout)
+def main(event: str, started: float | None = None) -> int:
+    return run(event, sys.stdin, sys.stdout, started=started)

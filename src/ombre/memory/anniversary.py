@@ -1,12 +1,20 @@
-"""The anniversary channel (seed §9.2): at most one card a day, and never for something created today."""
+"""Dates that come back (seed §9.2): the day's 今日纪念 card, and birthdays and anniversaries that recur in
+the today/tomorrow reminders every year.
+
+今日纪念 is at most one card a day — the same card for every recall that day, however many there are and
+whenever a memory was added — and only for a date at least a year back: something created today never
+counts, whatever its tags.
+"""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from .model import SHANGHAI, Memory
 from .store import MemoryStore
 
 ANNIVERSARY_TAGS = ("生日", "纪念日")
+_RECURRING = re.compile(r"生日|纪念日|周年|birthday|anniversary", re.IGNORECASE)
 
 
 def _day(value: str | None) -> dt.date | None:
@@ -18,6 +26,15 @@ def _day(value: str | None) -> dt.date | None:
         return dt.date.fromisoformat(value[:10])
     except ValueError:
         return None
+
+
+def _md(day: dt.date) -> str:
+    return f"{day.month:02d}-{day.day:02d}"
+
+
+def recurs(m: Memory) -> bool:
+    """A birthday or an anniversary: its event date comes back every year."""
+    return any(t in ANNIVERSARY_TAGS for t in m.tags) or bool(_RECURRING.search(f"{m.title} {m.content}"))
 
 
 def is_anniversary(m: Memory, today: dt.date) -> bool:
@@ -36,23 +53,33 @@ def is_anniversary(m: Memory, today: dt.date) -> bool:
     return (today - created).days >= 365
 
 
+def _on(store: MemoryStore, days: list[dt.date]) -> list[Memory]:
+    # a UTC creation stamp may fall on the day before in Shanghai: ask for that month-day too
+    mds = sorted({_md(d) for day in days for d in (day, day - dt.timedelta(days=1))})
+    return store.on_month_days(mds)
+
+
 def pick(store: MemoryStore, today: dt.date) -> Memory | None:
-    """Today's one anniversary card, or None when there is none or one was already shown today."""
-    key = f"anniversary:{today.isoformat()}"
-    if store.meta(key) is not None:
-        return None  # shown already today, or looked for and none: the scan runs once a day
-    found = _find(store, today)
-    store.set_meta(key, found.id if found else "")
-    return found
-
-
-def _find(store: MemoryStore, today: dt.date) -> Memory | None:
-    yesterday = today - dt.timedelta(days=1)  # a UTC timestamp may fall on the day before in Shanghai
-    seen: dict[str, Memory] = {}
-    for md in (f"{today.month:02d}-{today.day:02d}", f"{yesterday.month:02d}-{yesterday.day:02d}"):
-        for m in store.on_month_day(md):
-            seen[m.id] = m
-    candidates = [m for m in seen.values() if is_anniversary(m, today)]
+    """Today's one anniversary card, or None. Asked anew on every recall (an index lookup), so a memory
+    added during the day counts and a second recall sees the same card."""
+    candidates = [m for m in _on(store, [today]) if is_anniversary(m, today)]
     if not candidates:
         return None
-    return max(candidates, key=lambda m: (m.pinned, m.importance, m.created))
+    return max(candidates, key=lambda m: (m.pinned, m.importance, m.created, m.id))
+
+
+def due(store: MemoryStore, days: list[dt.date]) -> list[tuple[Memory, dt.date]]:
+    """What falls due on these days (today, tomorrow): memories dated on one of them, and birthdays and
+    anniversaries whose month and day come round again on one of them."""
+    out: dict[str, tuple[Memory, dt.date]] = {}
+    for m in store.on_dates([d.isoformat() for d in days]):
+        out[m.id] = (m, dt.date.fromisoformat(m.event_date))
+    for m in _on(store, days):
+        when = _day(m.event_date)
+        if m.id in out or when is None or not recurs(m):
+            continue
+        for day in days:
+            if (when.month, when.day) == (day.month, day.day) and when.year < day.year:
+                out[m.id] = (m, day)
+                break
+    return sorted(out.values(), key=lambda pair: (pair[1], -pair[0].importance))

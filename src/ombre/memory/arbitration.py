@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass
+from typing import Mapping
 
 from .breath import retrieve
 from .embed import Embedder
@@ -45,10 +46,11 @@ def compared_text(m: Memory) -> str:
     return " ".join(x for x in (m.content, m.evidence.quote or "") if x)
 
 
-def related(store: MemoryStore, embedder: Embedder | None, m: Memory, k: int = 5) -> list[tuple[Memory, float]]:
-    """The top-k current memories that arbitration compares a new one with, each with its raw similarity
-    (0 when found by keywords only)."""
-    fused = retrieve(store, compared_text(m), embedder=embedder)
+def related(store: MemoryStore, encoders: Mapping[str, Embedder], m: Memory,
+            k: int = 5) -> list[tuple[Memory, float]]:
+    """The top-k current memories that arbitration compares a new one with, each with its raw e5 similarity
+    (0 when e5 did not find it)."""
+    fused = retrieve(store, compared_text(m), encoders=encoders)
     ids = sorted(fused, key=lambda i: -fused[i][0])[:20]
     found = store.get_many(ids)
     out = [(found[i], float(fused[i][1].get("similarity", 0.0))) for i in ids

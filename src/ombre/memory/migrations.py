@@ -115,6 +115,20 @@ def m009_term_docs(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE IF EXISTS memories_vocab")
 
 
+@migration
+def m010_second_encoder_and_month_days(db: sqlite3.Connection) -> None:
+    # A second, fast encoder (USE, memory/embed.py) beside e5: its vectors in their own columns, filled for
+    # existing memories in the background by `ombre serve` (service.embed_pending), resumably, since the
+    # empty column is the to-do list.
+    db.execute("ALTER TABLE memories ADD COLUMN embedding_use BLOB")
+    db.execute("ALTER TABLE memories ADD COLUMN use_model TEXT")
+    db.execute("CREATE INDEX memories_unembedded_use ON memories(archived) WHERE embedding_use IS NULL")
+    # Birthdays and anniversaries recur by month and day: every breath and every turn asks which fall on
+    # today or tomorrow, so the month-day of the event and of the creation are indexed.
+    db.execute("CREATE INDEX memories_event_md ON memories(substr(event_date, 6, 5))")
+    db.execute("CREATE INDEX memories_created_md ON memories(substr(created, 6, 5))")
+
+
 def apply(db: sqlite3.Connection) -> list[str]:
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = {row[0] for row in db.execute("SELECT name FROM _migrations")}

@@ -63,7 +63,11 @@ class Memory:
     conflicts: list[str] = field(default_factory=list)  # ids it contradicts: recall shows the conflict
     trace: list[dict] = field(default_factory=list)  # at, action, other, quote, by
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    has_vector: bool = False
+    vectors: list[str] = field(default_factory=list)  # the encoders ("e5", "use") that have embedded it
+
+    @property
+    def has_vector(self) -> bool:
+        return bool(self.vectors)
 
     @property
     def current(self) -> bool:

@@ -5,14 +5,15 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from typing import Callable
+import threading
+from typing import Callable, Mapping
 
 from ..errors import MemoryInputError
 from ..files import replace_atomic
 from ..settings import Settings
 from .arbitration import Verdict
 from .breath import BreathRequest, BreathResult, breath
-from .embed import E5Embedder, Embedder
+from .embed import LOADERS, ORDER, Embedder
 from .hold import HoldRequest, HoldResult, enrich_pending, hold
 from .model import Memory, iso, now_utc
 from .segment import document
@@ -22,46 +23,80 @@ from .store import MemoryStore
 
 class MemoryService:
     def __init__(self, settings: Settings, store: MemoryStore | None = None, embedder: Embedder | None = None,
-                 use_vectors: bool | None = None) -> None:
+                 encoders: Mapping[str, Embedder] | None = None) -> None:
+        """`encoders` fixes exactly which encoders recall uses; otherwise settings.encoders (OMBRE_ENCODERS,
+        OMBRE_VECTORS) name them and each loads on first use, `embedder` standing in for e5."""
         self.settings = settings
         self.store = store or SQLiteStore(settings.memory_db)
-        self._embedder = embedder
-        self._use_vectors = settings.use_vectors if use_vectors is None else use_vectors  # OMBRE_VECTORS
-        self.embedder_error: str | None = None
+        self._fixed = encoders is not None
+        self._encoders: dict[str, Embedder] = dict(encoders or {})
+        if embedder is not None and not self._fixed:
+            self._encoders["e5"] = embedder
+        self.encoder_errors: dict[str, str] = {}
+        self._load_lock = threading.Lock()
+        # background embedding (embed_pending): per encoder, how many memories still had no vector, and
+        # how many have been done since
+        self.embedding: dict[str, dict] = {}
         # commitment arbitration, attached by the write layer (write/commitment_arbitrate.open_service)
         self.arbitrate: Callable[[Memory], Verdict] | None = None
 
     @property
+    def encoders(self) -> dict[str, Embedder]:
+        """The encoders recall and hold use, each loaded on first use; one that cannot load is left out
+        (recall goes on with the other and with keywords) and its error is kept for /health."""
+        if not self._fixed:
+            wanted = self.settings.encoders if self.settings.use_vectors else ()
+            for key in wanted:
+                if key in self._encoders or key in self.encoder_errors or key not in LOADERS:
+                    continue
+                with self._load_lock:  # the server's threads must not load a model twice
+                    if key in self._encoders or key in self.encoder_errors:
+                        continue
+                    try:
+                        self._encoders[key] = LOADERS[key]()
+                    except Exception as exc:  # noqa: BLE001
+                        self.encoder_errors[key] = f"{key} model unavailable: {exc}"
+        return {k: self._encoders[k] for k in ORDER if k in self._encoders}
+
+    @property
     def embedder(self) -> Embedder | None:
-        """Loaded on first use; a model that cannot load degrades recall to keywords, never fails it."""
-        if self._embedder is None and self._use_vectors and self.embedder_error is None:
-            try:
-                self._embedder = E5Embedder()
-            except Exception as exc:  # noqa: BLE001
-                self.embedder_error = f"embedding model unavailable: {exc}"
-        return self._embedder
+        """The e5 encoder (arbitration's thresholds are set for its similarities), if it is in use."""
+        return self.encoders.get("e5")
 
     def warm(self) -> None:
-        """Load the model and the vector matrix now, so the first turn's recall is not the slow one."""
-        if self.embedder is not None:
+        """Load the models and the vector matrices now, so the first turn's recall is not the slow one."""
+        for key, encoder in list(self.encoders.items()):
             try:
-                self.embedder.query("预热")
-                enrich_pending(self.store, self.embedder)  # memories written while the model was away
+                encoder.query("预热")
             except Exception as exc:  # noqa: BLE001 — a broken model degrades recall, it does not stop serving
-                self.embedder_error = f"embedding model unavailable: {exc}"
-        self.store.vectors()
+                self.encoder_errors[key] = f"{key} model unavailable: {exc}"
+                self._encoders.pop(key, None)
+            else:
+                self.store.vectors(key)
+
+    def embed_pending(self, batch: int = 64) -> int:
+        """Give every memory a vector from every encoder in use: memories written while a model was away,
+        and a whole existing store when an encoder is added (`ombre serve` runs this in the background).
+        Resumable: the memories without a vector are the to-do list. Progress is in `self.embedding`."""
+        encoders = self.encoders
+        for key in encoders:
+            self.embedding[key] = {"todo": self.store.unembedded_count(key), "done": 0}
+
+        def progress(key: str, n: int) -> None:
+            self.embedding[key]["done"] += n
+
+        return enrich_pending(self.store, encoders, batch=batch, progress=progress)
 
     def hold(self, req: HoldRequest, now: dt.datetime | None = None) -> HoldResult:
         s = self.settings
-        return hold(self.store, req, embedder=self.embedder, max_chars=s.max_content_chars,
+        return hold(self.store, req, encoders=self.encoders, max_chars=s.max_content_chars,
                     extra_types=s.extra_types, auto_daily=s.auto_hold_daily, max_pinned=s.max_pinned,
                     max_10=s.max_importance_10, max_9=s.max_importance_9, now=now, arbitrate=self.arbitrate)
 
     def breath(self, req: BreathRequest, now: dt.datetime | None = None, touch: bool = True,
-               query_chars: int | None = None) -> BreathResult:
-        result = breath(self.store, req, embedder=self.embedder, now=now, touch=touch, query_chars=query_chars)
-        if self.embedder_error:
-            result.degraded.append(self.embedder_error)
+               deadline: float | None = None) -> BreathResult:
+        result = breath(self.store, req, encoders=self.encoders, now=now, touch=touch, deadline=deadline)
+        result.degraded += list(self.encoder_errors.values())
         return result
 
     def get(self, memory_id: str) -> Memory:
@@ -124,8 +159,7 @@ class MemoryService:
             fresh.append((m, document(" ".join([m.title, m.content, " ".join(m.tags)])), None))
         self.store.add_many(fresh)  # one transaction: a bad file imports nothing, not half
         added = len(fresh)
-        if self.embedder is not None:
-            enrich_pending(self.store, self.embedder)
+        enrich_pending(self.store, self.encoders)
         return added, skipped
 
     def health(self) -> dict:
@@ -133,9 +167,10 @@ class MemoryService:
             total = self.store.count()
         except Exception as exc:  # noqa: BLE001
             return {"status": "degraded", "reason": f"store unavailable: {exc}"}
-        if self.embedder is None and self.embedder_error:
-            return {"status": "degraded", "reason": self.embedder_error, "memories": total}
-        return {"status": "ok", "memories": total}
+        state = {"memories": total, "encoders": list(self.encoders), "embedding": self.embedding}
+        if self.encoder_errors:
+            return {"status": "degraded", "reason": "; ".join(self.encoder_errors.values()), **state}
+        return {"status": "ok", **state}
 
     def close(self) -> None:
         self.store.close()

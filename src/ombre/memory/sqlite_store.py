@@ -18,16 +18,20 @@ import numpy as np
 from ..errors import StoreError
 from . import migrations
 from .model import COMMITMENT_TYPES, Evidence, Memory
+from .embed import SPECS
 from .segment import match_expression
-from .store import GateEntry
+from .store import GateEntry, VectorIndex
 
 _FIELDS = ("content", "title", "type", "tags", "importance", "pinned", "valence", "arousal", "domain", "event_date",
            "created", "last_active", "activation_count", "status", "archived", "from_session", "evidence_date",
            "quote", "superseded_by", "situation", "conflicts", "trace")
-_COLUMNS = "id, " + ", ".join(_FIELDS) + ", embedding IS NOT NULL"
+# Each encoder's vectors live in their own pair of columns (the vector, and the model that made it).
+VECTOR_COLUMNS = {"e5": ("embedding", "embed_model"), "use": ("embedding_use", "use_model")}
+_VECTOR_NAMES = [c for pair in VECTOR_COLUMNS.values() for c in pair]
+_COLUMNS = "id, " + ", ".join(_FIELDS) + "".join(f", {vec} IS NOT NULL" for vec, _ in VECTOR_COLUMNS.values())
 _INSERT = f"INSERT INTO memories (id, {', '.join(_FIELDS)}) VALUES ({', '.join('?' * (len(_FIELDS) + 1))})"
-_INSERT_WITH_VECTOR = (f"INSERT INTO memories (id, {', '.join(_FIELDS)}, embedding, embed_model) "
-                       f"VALUES ({', '.join('?' * (len(_FIELDS) + 3))})")
+_INSERT_WITH_VECTORS = (f"INSERT INTO memories (id, {', '.join(_FIELDS)}, {', '.join(_VECTOR_NAMES)}) "
+                        f"VALUES ({', '.join('?' * (len(_FIELDS) + 1 + len(_VECTOR_NAMES)))})")
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=?' for c in _FIELDS)} WHERE id=?"
 _INDEX = "INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)"
 _COUNT_TERM = ("INSERT INTO term_docs (term, docs) VALUES (?, ?) "
@@ -46,13 +50,14 @@ def _count_steps(counts: Counter[str]) -> list[tuple[str, tuple]]:
 def _row_to_memory(row: tuple) -> Memory:
     (mid, content, title, kind, tags, importance, pinned, valence, arousal, domain, event_date, created,
      last_active, activation, status, archived, from_session, ev_date, quote, superseded_by, situation, conflicts,
-     trace, has_vec) = row
+     trace, *has_vectors) = row
     return Memory(id=mid, content=content, title=title, type=kind, tags=json.loads(tags), importance=importance,
                   pinned=bool(pinned), valence=valence, arousal=arousal, domain=domain, event_date=event_date,
                   created=created, last_active=last_active, activation_count=activation, status=status,
                   archived=bool(archived), evidence=Evidence(from_session, ev_date, quote),
                   superseded_by=superseded_by, situation=situation, conflicts=json.loads(conflicts),
-                  trace=json.loads(trace), has_vector=bool(has_vec))
+                  trace=json.loads(trace),
+                  vectors=[key for key, has in zip(VECTOR_COLUMNS, has_vectors) if has])
 
 
 def _values(m: Memory) -> tuple:
@@ -76,7 +81,7 @@ class SQLiteStore:
             raise StoreError(f"cannot open the memory database {self.path}: {exc}",
                              hint="check OMBRE_HOME and that the file is a SQLite database") from exc
         self._lock = threading.RLock()
-        self._cache: tuple[int, list[str], np.ndarray] | None = None
+        self._cache: dict[str, tuple[int, VectorIndex]] = {}
         self._generation = 0
 
     # -- writes ---------------------------------------------------------------------------------------
@@ -107,14 +112,18 @@ class SQLiteStore:
         self._write([(_INSERT, (memory.id, *_values(memory))), (_INDEX, (*terms, memory.id)),
                      *_count_steps(Counter(_distinct(terms)))])
 
-    def add_many(self, rows: list[tuple[Memory, tuple[str, str], np.ndarray | None]], model: str = "") -> None:
-        """Add many memories in one transaction (import, benchmarks); all or nothing."""
+    def add_many(self, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
+        """Add many memories in one transaction (import, benchmarks); all or nothing. Each row may carry
+        vectors by encoder key ("e5", "use")."""
         steps = []
         counts: Counter[str] = Counter()
-        for memory, terms, vector in rows:
-            steps.append((_INSERT_WITH_VECTOR, (memory.id, *_values(memory),
-                                                None if vector is None else np.asarray(vector, dtype=np.float32).tobytes(),
-                                                model if vector is not None else None)))
+        for memory, terms, vectors in rows:
+            cells: list = []
+            for key in VECTOR_COLUMNS:
+                vector = (vectors or {}).get(key)
+                cells += ([None, None] if vector is None else
+                          [np.asarray(vector, dtype=np.float32).tobytes(), SPECS[key].model])
+            steps.append((_INSERT_WITH_VECTORS, (memory.id, *_values(memory), *cells)))
             steps.append((_INDEX, (*terms, memory.id)))
             counts.update(_distinct(terms))
         self._write(steps + _count_steps(counts))
@@ -134,9 +143,11 @@ class SQLiteStore:
             for sql, params in _count_steps(counts):
                 db.execute(sql, params)
 
-    def set_vector(self, memory_id: str, vector: np.ndarray, model: str) -> None:
-        blob = np.asarray(vector, dtype=np.float32).tobytes()
-        self._write([("UPDATE memories SET embedding=?, embed_model=? WHERE id=?", (blob, model, memory_id))])
+    def set_vectors(self, encoder: str, rows: list[tuple[str, np.ndarray]]) -> None:
+        """Store one encoder's vectors for some memories, in one transaction."""
+        vec, model = VECTOR_COLUMNS[encoder]
+        self._write([(f"UPDATE memories SET {vec}=?, {model}=? WHERE id=?",
+                      (np.asarray(v, dtype=np.float32).tobytes(), SPECS[encoder].model, mid)) for mid, v in rows])
 
     def touch(self, ids: list[str], at: str) -> None:
         if ids:
@@ -204,12 +215,16 @@ class SQLiteStore:
                            params)
         return _row_to_memory(rows[0]) if rows else None
 
-    def on_month_day(self, month_day: str) -> list[Memory]:
-        pattern = f"%-{month_day}"
+    def on_month_days(self, month_days: list[str]) -> list[Memory]:
+        """Live memories whose event date or creation falls on one of these month-days ("MM-DD")."""
+        if not month_days:
+            return []
+        marks = ",".join("?" * len(month_days))
+        # the same expressions as the indexes of m010, so each side of the OR is an index lookup
         return [_row_to_memory(r) for r in self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE archived=0 AND superseded_by IS NULL "
-            "AND (event_date LIKE ? OR created LIKE ?)",
-            (pattern, f"%-{month_day}T%"))]
+            f"SELECT {_COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) IN ({marks}) "
+            f"OR substr(created, 6, 5) IN ({marks})) AND +archived=0 AND superseded_by IS NULL",
+            (*month_days, *month_days))]
 
     def on_dates(self, dates: list[str]) -> list[Memory]:
         """Live memories whose event falls on one of these days (YYYY-MM-DD): what is due."""
@@ -252,24 +267,32 @@ class SQLiteStore:
             out.update((r[0], _row_to_memory(r)) for r in rows)
         return out
 
-    def has_unembedded(self) -> bool:
-        return bool(self._query("SELECT 1 FROM memories WHERE embedding IS NULL AND archived=0 LIMIT 1"))
+    def has_unembedded(self, encoder: str = "e5") -> bool:
+        vec = VECTOR_COLUMNS[encoder][0]
+        return bool(self._query(f"SELECT 1 FROM memories WHERE {vec} IS NULL AND archived=0 LIMIT 1"))
 
-    def vectors(self) -> tuple[list[str], np.ndarray]:
+    def unembedded_count(self, encoder: str) -> int:
+        vec = VECTOR_COLUMNS[encoder][0]
+        return self._query(f"SELECT count(*) FROM memories WHERE {vec} IS NULL")[0][0]
+
+    def vectors(self, encoder: str = "e5") -> VectorIndex:
         # Another process's commit moves data_version; our own vector-changing writes move _generation.
         # A touch (activation) changes neither the vectors nor who is archived, so it keeps the cache.
         version = self._query("PRAGMA data_version")[0][0] * 1_000_003 + self._generation
-        if self._cache is None or self._cache[0] != version:
-            rows = self._query("SELECT id, embedding FROM memories WHERE archived=0 AND embedding IS NOT NULL")
-            ids = [r[0] for r in rows]
+        cached = self._cache.get(encoder)
+        if cached is None or cached[0] != version:
+            vec = VECTOR_COLUMNS[encoder][0]
+            rows = self._query(f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL")
+            dim = SPECS[encoder].dim
             matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-                      if rows else np.zeros((0, 0), dtype=np.float32))
-            self._cache = (version, ids, matrix)
-        return self._cache[1], self._cache[2]
+                      if rows else np.zeros((0, dim), dtype=np.float32))
+            cached = self._cache[encoder] = (version, VectorIndex([r[0] for r in rows], matrix))
+        return cached[1]
 
-    def without_vectors(self, limit: int) -> list[Memory]:
+    def without_vectors(self, encoder: str, limit: int) -> list[Memory]:
+        vec = VECTOR_COLUMNS[encoder][0]
         return [_row_to_memory(r) for r in self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE embedding IS NULL ORDER BY rowid LIMIT ?", (limit,))]
+            f"SELECT {_COLUMNS} FROM memories WHERE {vec} IS NULL ORDER BY rowid LIMIT ?", (limit,))]
 
     def gate_count(self, day: str, source: str, decisions: tuple[str, ...]) -> int:
         marks = ",".join("?" * len(decisions))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import time
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -51,10 +52,11 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
     def breath(body: BreathRequest) -> dict:
         return service.breath(body).to_dict()
 
-    # The dynamic zone's block for the hooks (and a gateway pointed at this service).
+    # The dynamic zone's block for the hooks (and a gateway pointed at this service). The client's budget
+    # counts from here: a block it stopped waiting for is not recorded as shown.
     @app.post("/v1/inject")
     def inject(body: InjectRequest) -> dict:
-        return turn_block(service, body).to_dict()
+        return turn_block(service, body, received=time.monotonic()).to_dict()
 
     @app.post("/v1/inject/session-start")
     def inject_session_start(body: SessionStartRequest) -> dict:

@@ -8,7 +8,7 @@ from mcp.server.fastmcp import FastMCP
 from pydantic import BaseModel
 
 from ..errors import OmbreError
-from ..memory.breath import BreathRequest
+from ..memory.breath import BreathRequest, Card
 from ..memory.hold import HoldRequest
 from ..memory.service import MemoryService
 
@@ -28,14 +28,19 @@ class CardOut(BaseModel):
     text: str
     score: float
     status: str
+    relevant: bool = True
 
 
 class BreathOut(BaseModel):
-    text: str  # ready to read: cards, pinned core, handoff, anniversary
+    text: str  # ready to read (BreathResult.render, as the CLI prints it): handoff, pinned core, cards, anniversary
     cards: list[CardOut] = []
     pinned: list[CardOut] = []
     degraded: list[str] = []
     error: str | None = None
+
+
+def _card(c: Card) -> CardOut:
+    return CardOut(id=c.id, text=c.render(), score=c.score, status=c.status, relevant=c.relevant)
 
 
 def _tags(tags: list[str] | str | None) -> list[str]:
@@ -65,22 +70,18 @@ def build_mcp(service: MemoryService, **settings: object) -> FastMCP:
 
     @server.tool()
     def breath(query: str = "", max_tokens: int = 1800, domain: str | None = None, valence: float | None = None,
-               arousal: float | None = None, max_results: int = 5, is_session_start: bool = False) -> BreathOut:
+               arousal: float | None = None, max_results: int = 5, is_session_start: bool = False,
+               context: list[str] | str | None = None) -> BreathOut:
         """回想相关记忆。换窗后第一件事：breath(is_session_start=True) 取回会话交接和置顶核心。
+        query 太短（"那周三呢？"）时，把对方最近几句话放进 context（从早到晚），用来判断在说什么。
         标「未确认」的卡片不能当事实说出口。"""
         try:
             r = service.breath(BreathRequest(query=query, max_results=max_results, max_tokens=max_tokens,
                                              domain=domain, valence=valence, arousal=arousal,
-                                             is_session_start=is_session_start))
+                                             is_session_start=is_session_start, context=context))
         except OmbreError as exc:
             return BreathOut(text="", error=f"{exc.message} {exc.hint}".strip())
-        parts = [r.handoff] if r.handoff else []
-        parts += [c.render() for c in r.cards]
-        if r.anniversary:
-            parts.append("今日纪念：" + r.anniversary.render())
-        return BreathOut(text="\n".join(parts) or "（没有想起相关的事）",
-                         cards=[CardOut(id=c.id, text=c.render(), score=c.score, status=c.status) for c in r.cards],
-                         pinned=[CardOut(id=c.id, text=c.render(), score=c.score, status=c.status) for c in r.pinned],
+        return BreathOut(text=r.render(), cards=[_card(c) for c in r.cards], pinned=[_card(c) for c in r.pinned],
                          degraded=r.degraded)
 
     return server

@@ -1,7 +1,5 @@
-"""Claude Code session files: streaming reader, active chain and events, token estimates, lookup, writer."""
-from .chain import Entry, Transcript, scan
-from .sessions import find_session, project_dir_name
-from ..tokens import context_pct, estimate_text, usage_context
+"""Claude Code session files: reader.py (streaming, lossless), chain.py (the active chain and its events),
+lines.py (what one line says), tail.py (the person's last words, read from the end), sessions.py (lookup),
+writer.py (temporary file, verify, rename).
 
-__all__ = ["Entry", "Transcript", "scan", "find_session", "project_dir_name", "context_pct", "estimate_text",
-           "usage_context"]
+Nothing is imported here, so the per-turn hook can import tail.py without the chain machinery."""

@@ -25,20 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from .lines import PREVIEW_CHARS, _first_text, is_command_echo, is_real_user, message_text  # noqa: F401 — re-exported
 from .reader import Fingerprint, describe_error, parse_line
 from .writer import dump_line
 from ..tokens import estimate_block, estimate_content, estimate_json, estimate_text, usage_context, window_for
 
 READ_BUFFER = 1 << 20  # lines of tool output and images run to megabytes; small buffers re-copy them
 MESSAGE_TYPES = ("user", "assistant")
-# Text Claude Code writes into user lines on its own (command output, notices, interruptions): not the
-# person talking, and not a turn start. A slash command the person typed (<command-name>) is a turn start.
-_SYNTHETIC_PREFIXES = (
-    "<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<task-notification>",
-    "<system-reminder>", "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user",
-    "Caveat: The messages below",
-)
-PREVIEW_CHARS = 80
 
 # A line rewrite gets the parsed line and its size in bytes; it returns the changed object (or None for
 # unchanged) and any stats the caller keeps.
@@ -219,17 +212,6 @@ def parse_timestamp(value: str | None) -> dt.datetime | None:
         return None
 
 
-def _first_text(content: object) -> str:
-    """The start of a message's text, enough for a preview and the synthetic-prefix test."""
-    if isinstance(content, str):
-        return content[: PREVIEW_CHARS * 4]
-    if isinstance(content, list):
-        for b in content:
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
-                return b["text"][: PREVIEW_CHARS * 4]
-    return ""
-
-
 def clip(text: str, n: int = PREVIEW_CHARS) -> str:
     """`text` on one line, at most `n` characters (an ellipsis marks a cut)."""
     flat = " ".join(text.split())
@@ -247,39 +229,6 @@ def _preview_of(content: object) -> str:
             kind = b.get("type")
             kinds.append(f"[{kind} {b.get('name')}]" if kind == "tool_use" else f"[{kind}]")
     return clip(" ".join(kinds))
-
-
-def message_text(obj: dict) -> str:
-    """The text a message line holds: its string content, or its text blocks joined by newlines."""
-    content = (obj.get("message") or {}).get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
-
-
-def is_command_echo(text: str) -> bool:
-    """A slash command as Claude Code records it (<command-name>/mcp</command-name> …): a turn, not words."""
-    return text.lstrip().startswith(("<command-", "<local-command"))
-
-
-def is_real_user(obj: dict) -> bool:
-    """A user line the person typed: not a tool result, not meta, not a summary, not a command wrapper."""
-    if obj.get("type") != "user" or obj.get("isMeta") or obj.get("isCompactSummary"):
-        return False
-    if obj.get("isVisibleInTranscriptOnly") or obj.get("ombreHandoff"):
-        return False
-    content = (obj.get("message") or {}).get("content")
-    if isinstance(content, list):
-        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-            return False
-        if not any(isinstance(b, dict) and b.get("type") in ("text", "image") for b in content):
-            return False
-    text = _first_text(content).lstrip()
-    if not text and not isinstance(content, list):
-        return False
-    return not text.startswith(_SYNTHETIC_PREFIXES)
 
 
 def _entry_for(lineno: int, offset: int, obj: dict) -> Entry | None:

@@ -106,7 +106,7 @@ def memory_holder(settings: Settings) -> Holder:
         from ..memory.hold import HoldRequest
         from ..memory.service import MemoryService
 
-        service = MemoryService(settings, use_vectors=False)  # vectors follow when the service next warms up
+        service = MemoryService(settings, encoders={})  # vectors follow when the service next warms up
         try:
             result = service.hold(HoldRequest(**body))
         finally:

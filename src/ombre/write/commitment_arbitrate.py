@@ -100,7 +100,7 @@ def arbiter(settings: Settings, service: MemoryService) -> Callable[[Memory], Ve
     model = from_settings(settings)
 
     def decide(new: Memory) -> Verdict:
-        candidates = related(service.store, service.embedder, new)
+        candidates = related(service.store, service.encoders, new)
         if model is None:
             return rules_verdict(new, candidates)
         return model_verdict(model, new, candidates)

@@ -1,0 +1,298 @@
+"""Recall on three evaluation sets (bench/evalsets.py), each split once into dev and test: which memory does
+breath find, and does its fusion beat every one of its parts?
+
+For every case the production `retrieve` runs with every signal on (keyword BM25 over the latest utterance
+and over the person's recent turns; e5 and USE over each query form), so each signal's own ranking is known;
+fusion settings are then chosen on the dev split only (`--tune`: coordinate search over the reciprocal-rank
+weights, objective the mean of R@1 and R@5 over the three sets), and the test split is reported with the
+settings in use (breath.FUSION), beside every single signal, each encoder over its forms, and two plain
+baselines (jieba-word BM25, e5 of the whole latest utterance). A last table shows what importance,
+activation, decay and emotion cost in recall when memories carry random values of them.
+
+R@k is the share of a case's gold memories in the top k, averaged over cases with gold.
+
+    python bench/recall_eval.py [--tune] [--sets memdaily,dialogue,companion] [--limit N]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import hashlib
+import pickle
+import random
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import rjieba
+
+from ombre.memory import breath as breath_mod
+from ombre.memory.breath import E5_CHARS, FUSION, Adjust, BreathRequest, Fusion, Signals, fuse, signals_for
+from ombre.memory.embed import E5Embedder, USEEmbedder
+from ombre.memory.model import Memory, iso
+from ombre.memory.query import Query
+from ombre.memory.segment import document
+from ombre.memory.sqlite_store import SQLiteStore
+
+import evalsets  # beside this script
+
+CACHE = Path(__file__).resolve().parent / "out" / "cache" / "vectors.pkl"
+SIGNALS = [s for s, _ in FUSION.weights]
+NOW = dt.datetime(2026, 12, 4, 4, 0, tzinfo=dt.timezone.utc)
+
+
+class Cached:
+    """An encoder whose vectors are remembered by text (and kept on disk between runs)."""
+
+    def __init__(self, inner, memo: dict) -> None:
+        self.inner, self.spec = inner, inner.spec
+        self.memo = memo.setdefault(inner.spec.key, {})
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def _get(self, kind: str, texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if (kind, t) not in self.memo]
+        for start in range(0, len(todo), 64):
+            chunk = todo[start:start + 64]
+            vecs = self.inner.passages(chunk) if kind == "p" else self.inner.queries(chunk)
+            self.memo.update({(kind, t): v for t, v in zip(chunk, vecs)})
+        return np.stack([self.memo[(kind, t)] for t in texts]) if texts else np.zeros((0, self.spec.dim))
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        return self._get("p", texts)
+
+    def queries(self, texts: list[str]) -> np.ndarray:
+        return self._get("q", texts)
+
+    def query(self, text: str) -> np.ndarray:
+        return self._get("q", [text])[0]
+
+
+def _h(key: str, n: int) -> int:
+    return int(hashlib.sha1(key.encode()).hexdigest(), 16) % n
+
+
+def attributes(mid: str, store: str) -> dict:
+    """Random but fixed importance, activation, age and mood for a memory (the adjustment table)."""
+    key = f"{store}:{mid}"
+    days = _h(key + "d", 400)
+    return {"importance": 1 + _h(key + "i", 10), "activation_count": _h(key + "a", 30),
+            "last_active": iso(NOW - dt.timedelta(days=days)), "valence": _h(key + "v", 101) / 100,
+            "arousal": _h(key + "r", 101) / 100}
+
+
+def build_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, used: set[str]) -> dict[str, SQLiteStore]:
+    stores = {}
+    for es in sets.values():
+        for key, items in es.stores.items():
+            if key in stores or key not in used:
+                continue
+            texts = [t for _, t in items]
+            vecs = {k: e.passages(texts) for k, e in encoders.items()}
+            store = SQLiteStore(Path(":memory:"))
+            rows = []
+            for i, (mid, text) in enumerate(items):
+                m = Memory(content=text, id=mid, created="2024-01-01T00:00:00+00:00", **attributes(mid, key))
+                rows.append((m, document(text), {k: v[i] for k, v in vecs.items()}))
+            store.add_many(rows)
+            stores[key] = store
+    return stores
+
+
+def jieba_words(text: str) -> list[str]:
+    return [w for w in rjieba.cut(text) if re.search(r"\w", w)]
+
+
+def gather(sets, stores, encoders, jieba_stores) -> dict[str, list[dict]]:
+    """Per case: the production signals (breath.signals_for), and the rankings that only serve as
+    comparisons: e5 over the latest words where breath embeds the recent turns instead, and the plain
+    baselines."""
+    out: dict[str, list[dict]] = {}
+    for name, es in sets.items():
+        rows = []
+        for c in es.cases:
+            if c.store not in stores:
+                continue
+            store = stores[c.store]
+            query = Query.build(c.query, c.context)
+            sig = signals_for(store, query, encoders=encoders)
+            rank = dict(sig.rankings)
+            index = store.vectors("e5")
+            if "e5:latest" not in rank:
+                sims = index.matrix @ encoders["e5"].query(query.latest[-E5_CHARS:])
+                rank["e5:latest"] = [index.ids[i] for i in np.argsort(-sims)[:100]]
+            rank["jieba"] = [mid for mid, _ in jieba_stores[c.store].keyword_search(jieba_words(c.query), 100)]
+            sims = index.matrix @ encoders["e5"].query(c.query)
+            rank["e5 whole"] = [index.ids[i] for i in np.argsort(-sims)[:100]]
+            rows.append({"case": c, "signals": sig, "rank": rank})
+        out[name] = rows
+    return out
+
+
+def recall_at(order: list[str], gold: frozenset[str], k: int) -> float:
+    return len(gold & set(order[:k])) / len(gold)
+
+
+def score(rows: list[dict], order_of) -> tuple[float, float]:
+    rows = [r for r in rows if r["case"].gold]
+    if not rows:
+        return float("nan"), float("nan")
+    r1 = r5 = 0.0
+    for r in rows:
+        order = order_of(r)
+        r1 += recall_at(order, r["case"].gold, 1)
+        r5 += recall_at(order, r["case"].gold, 5)
+    return r1 / len(rows), r5 / len(rows)
+
+
+def fused_order(fusion: Fusion):
+    def order(row: dict) -> list[str]:
+        scores = fuse(row["signals"], fusion)
+        return sorted(scores, key=lambda m: -scores[m])
+    return order
+
+
+def only(fusion: Fusion, encoder: str) -> Fusion:
+    """The fusion restricted to one encoder's signals (its forms fused, no keywords, no other encoder)."""
+    return dataclasses.replace(
+        fusion, weights=tuple((s, w if s.startswith(encoder + ":") else 0.0) for s, w in fusion.weights),
+        evidence=tuple((n, w if n == encoder else 0.0) for n, w in fusion.evidence))
+
+
+def objective(per_set: dict[str, list[dict]], fusion: Fusion) -> float:
+    return float(np.mean([sum(score(rows, fused_order(fusion))) / 2 for rows in per_set.values()]))
+
+
+def _tries(fusion: Fusion):
+    for k in (2.0, 3.0, 5.0, 10.0, 20.0):
+        yield dataclasses.replace(fusion, k=k)
+    for share in (0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0):
+        yield dataclasses.replace(fusion, evidence_share=share)
+    for field_name in ("weights", "evidence"):
+        pairs = getattr(fusion, field_name)
+        for i, (name, _) in enumerate(pairs):
+            for w in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0):
+                changed = list(pairs)
+                changed[i] = (name, w)
+                yield dataclasses.replace(fusion, **{field_name: tuple(changed)})
+
+
+def tune(dev: dict[str, list[dict]]) -> Fusion:
+    """Coordinate search from the current settings, dev split only."""
+    best, best_score = FUSION, objective(dev, FUSION)
+    print(f"tuning on dev ({sum(len(v) for v in dev.values())} cases): start {best_score:.4f}")
+    for _ in range(2):
+        for cand in list(_tries(best)):
+            if (s := objective(dev, cand)) > best_score + 1e-4:
+                best, best_score = cand, s
+        print(f"  pass: {best}  → {best_score:.4f}")
+    return best
+
+
+def report(per_set: dict[str, list[dict]], fusion: Fusion, split: str) -> None:
+    print(f"\nR@1 / R@5 on the {split} split (cases with gold)")
+    columns = [("jieba BM25", lambda r: r["rank"].get("jieba", [])),
+               ("e5 whole", lambda r: r["rank"].get("e5 whole", []))]
+    columns += [(s, lambda r, s=s: r["rank"].get(s, [])) for s in SIGNALS]
+    for enc in ("e5", "use"):
+        columns.append((f"{enc} alone", fused_order(only(fusion, enc))))
+    columns.append(("fused", fused_order(fusion)))
+    head = f"{'set':<11}{'n':>6}" + "".join(f"{name:>16}" for name, _ in columns)
+    print(head)
+    for name, rows in per_set.items():
+        n = len([r for r in rows if r["case"].gold])
+        cells = [score(rows, f) for _, f in columns]
+        print(f"{name:<11}{n:>6}" + "".join(f"{a:>9.3f} {b:.3f}" for a, b in cells))
+        best_part = [max(a for a, _ in cells[:-1] if a == a), max(b for _, b in cells[:-1] if b == b)]
+        verdict = "beats" if cells[-1][0] > best_part[0] and cells[-1][1] > best_part[1] else "DOES NOT beat"
+        print(f"{'':<17}fused {verdict} its best part (@1 {best_part[0]:.3f}, @5 {best_part[1]:.3f})")
+    kinds: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for name, rows in per_set.items():
+        for r in rows:
+            kinds[(name, r["case"].kind)].append(r)
+    print("\nfused by kind: " + ", ".join(f"{s}/{k} {score(v, fused_order(fusion))[0]:.3f} "
+                                           f"{score(v, fused_order(fusion))[1]:.3f} (n={len(v)})"
+                                           for (s, k), v in sorted(kinds.items()) if any(r['case'].gold for r in v)))
+
+
+def adjustments(sets, stores, encoders, split: str) -> None:
+    """R@1/@5 of the whole breath (fusion × adjustments) with each adjustment alone, all, and none."""
+    variants = {"none": Adjust(0, 0, 0, 0), "importance": Adjust(breath_mod.ADJUST.importance, 0, 0, 0),
+                "activation": Adjust(0, breath_mod.ADJUST.activation, 0, 0),
+                "decay": Adjust(0, 0, breath_mod.ADJUST.decay, 0),
+                "emotion": Adjust(0, 0, 0, breath_mod.ADJUST.emotion), "all": breath_mod.ADJUST}
+    print(f"\nwhat the gentle adjustments cost (breath end to end, {split} split; memories carry random "
+          "importance 1–10, 0–29 past recalls, 0–399 days inactive, random valence/arousal)")
+    print(f"{'set':<11}" + "".join(f"{v:>16}" for v in variants))
+    for name, es in sets.items():
+        cases = [c for c in es.split(split) if c.gold and c.store in stores]
+        cells = []
+        for adjust in variants.values():
+            r1 = r5 = 0.0
+            for c in cases:
+                res = breath_mod.breath(stores[c.store], BreathRequest(query=c.query, context=c.context or None,
+                                                                       max_results=5, max_tokens=100_000),
+                                        encoders=encoders, now=NOW, touch=False, adjust=adjust)
+                order = [card.id for card in res.cards]
+                r1 += recall_at(order, c.gold, 1)
+                r5 += recall_at(order, c.gold, 5)
+            cells.append((r1 / len(cases), r5 / len(cases)))
+        print(f"{name:<11}" + "".join(f"{a:>9.3f} {b:.3f}" for a, b in cells))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sets", default="memdaily,dialogue,companion")
+    ap.add_argument("--tune", action="store_true", help="choose fusion settings on dev, then report test")
+    ap.add_argument("--limit", type=int, default=0, help="at most this many cases a set and split (quick runs)")
+    ap.add_argument("--no-adjust", action="store_true", help="skip the adjustment table")
+    ap.add_argument("--rows", type=Path, default=None, help="also write every case's rankings here (pickle)")
+    args = ap.parse_args()
+    started = time.perf_counter()
+    sets = evalsets.load(tuple(args.sets.split(",")))
+    if args.limit:
+        for es in sets.values():
+            rng = random.Random(5)
+            keep = []
+            for split in ("dev", "test"):
+                part = es.split(split)
+                keep += rng.sample(part, min(args.limit, len(part)))
+            es.cases = keep
+    memo = pickle.loads(CACHE.read_bytes()) if CACHE.exists() else {}
+    encoders = {"e5": Cached(E5Embedder(), memo), "use": Cached(USEEmbedder(), memo)}
+    used = {c.store for es in sets.values() for c in es.cases}
+    stores = build_stores(sets, encoders, used)
+    jieba_stores = {}
+    for es in sets.values():
+        for key, items in es.stores.items():
+            if key in used and key not in jieba_stores:
+                s = SQLiteStore(Path(":memory:"))
+                for mid, text in items:
+                    s.add(Memory(content=text, id=mid, created="2024-01-01T00:00:00+00:00"),
+                          (" ".join(jieba_words(text)).lower(), ""))
+                jieba_stores[key] = s
+    rows = gather(sets, stores, encoders, jieba_stores)
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    CACHE.write_bytes(pickle.dumps(memo))
+    if args.rows:
+        args.rows.write_bytes(pickle.dumps(rows))
+    split_rows = {split: {name: [r for r in v if r["case"].split == split] for name, v in rows.items()}
+                  for split in ("dev", "test")}
+    fusion = tune(split_rows["dev"]) if args.tune else FUSION
+    if args.tune:
+        print(f"\nin use: {FUSION} (dev objective {objective(split_rows['dev'], FUSION):.4f})")
+        report(split_rows["dev"], fusion, "dev (tuned)")
+    report(split_rows["test"], FUSION, "test")
+    if not args.no_adjust:
+        adjustments(sets, stores, encoders, "test")
+    print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
