@@ -52,11 +52,11 @@ def test_unconfirmed_marks_reminders_and_just_now_share_the_one_block(svc):
     hold(svc, "她喜欢喝桂花乌龙", type="偏好")
     hold(svc, "话题：论文进度和喝茶；对方状态：有点累", type="会话交接", tags=["会话交接", "forge"],
          now=NOW - dt.timedelta(minutes=30))
-    block = turn_block(svc, InjectRequest("想喝点什么", session_id="s1"), now=NOW)
+    block = turn_block(svc, InjectRequest("有点渴了，想喝我最爱的那种茶", session_id="s1"), now=NOW)
     assert "【刚刚" in block.text and "论文进度" in block.text  # a window was swapped half an hour ago
     assert "【提醒" in block.text and "明天 [承诺]" in block.text  # due tomorrow (Shanghai calendar)
     assert "桂花乌龙" in block.text and "未确认" in block.text
-    later = turn_block(svc, InjectRequest("想喝点什么", session_id="s9"), now=NOW + dt.timedelta(hours=5))
+    later = turn_block(svc, InjectRequest("有点渴了，想喝我最爱的那种茶", session_id="s9"), now=NOW + dt.timedelta(hours=5))
     assert "【刚刚" not in later.text  # Just Now is only for a swap that just happened
 
 
@@ -86,21 +86,21 @@ def test_the_pinned_core_is_not_repeated_on_every_turn(svc):
     hold(svc, "话题：周末安排", type="会话交接", tags=["会话交接"], now=NOW - dt.timedelta(minutes=5))
     start = session_block(svc, SessionStartRequest(session_id="w1", source="resume"), now=NOW)
     assert "前任" in start.text and start.pinned == [pin]
-    assert "前任" not in turn_block(svc, InjectRequest("我前任今天给我发消息了", session_id="w1"), now=NOW).text
-    fresh = turn_block(svc, InjectRequest("我前任今天给我发消息了", session_id="w2"), now=NOW)
+    assert "前任" not in turn_block(svc, InjectRequest("别跟我提我前任", session_id="w1"), now=NOW).text
+    fresh = turn_block(svc, InjectRequest("别跟我提我前任", session_id="w2"), now=NOW)
     assert "【置顶核心】" in fresh.text and fresh.pinned == [pin] and pin not in fresh.cards
-    again = turn_block(svc, InjectRequest("前任又来找我了", session_id="w2"), now=NOW)
+    again = turn_block(svc, InjectRequest("你还记得我说过别提前任吗", session_id="w2"), now=NOW)
     assert "前任" not in again.text
 
 
 def test_a_block_finished_after_the_clients_deadline_is_not_recorded(svc):
     m = hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
     gone = time.monotonic() - 1.0  # the client stopped waiting a second ago
-    late = turn_block(svc, InjectRequest("晚饭能吃花生酱吗", session_id="s1", budget_ms=100), now=NOW,
+    late = turn_block(svc, InjectRequest("我是不是对花生过敏来着", session_id="s1", budget_ms=100), now=NOW,
                       received=gone)
     assert late.late and "花生" in late.text
     assert svc.store.get(m).activation_count == 0  # never seen: no activation
-    on_time = turn_block(svc, InjectRequest("晚饭能吃花生酱吗", session_id="s1", budget_ms=5000), now=NOW)
+    on_time = turn_block(svc, InjectRequest("我是不是对花生过敏来着", session_id="s1", budget_ms=5000), now=NOW)
     assert not on_time.late and "花生" in on_time.text  # so the card still comes, on the next turn
     assert svc.store.get(m).activation_count == 1
     assert turn_block(svc, InjectRequest("花生酱呢", session_id="s1"), now=NOW).text == ""
@@ -111,7 +111,7 @@ def test_nothing_is_injected_for_empty_commands_or_unrelated_prompts(svc):
     assert turn_block(svc, InjectRequest("   "), now=NOW).text == ""
     assert turn_block(svc, InjectRequest("/compact"), now=NOW).text == ""
     assert turn_block(svc, InjectRequest("晚安"), now=NOW).text == ""  # nothing close enough to show unasked
-    assert "花生" in turn_block(svc, InjectRequest("晚饭能吃花生酱吗"), now=NOW).text
+    assert "花生" in turn_block(svc, InjectRequest("我是不是对花生过敏来着"), now=NOW).text
 
 
 def test_session_start_block_is_the_handoff_within_its_budget(svc):
@@ -157,7 +157,9 @@ def test_bad_hook_input_prints_nothing_and_exits_0(served, stdin):
 
 def test_a_huge_prompt_is_searched_by_its_end(served):
     _, env = served
-    prompt = "今天的事情好多。" * 100_000 + "周四复诊要带什么"
+    # the end of a pasted novel: what the last 128 characters ask is what is searched
+    prompt = "今天的事情好多。" * 100_000 + ("我周四下午三点要去医院复诊，这次复诊要带什么？病历本要带吗？医保卡呢？"
+                                        "上次医生说要空腹，这次也要空腹吗？周四几点出门合适？")
     proc, _ = run_hook("user-prompt-submit", json.dumps({"prompt": prompt}), env)
     assert proc.returncode == 0 and "周四下午三点" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
 
@@ -371,9 +373,9 @@ def test_install_plan_passes_the_ombre_home_to_the_hooks(tmp_path):
 
 def test_a_card_already_in_this_sessions_window_is_not_injected_again(svc):
     hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
-    first = turn_block(svc, InjectRequest("晚饭能吃花生酱吗", session_id="s1"), now=NOW)
-    again = turn_block(svc, InjectRequest("花生酱真的不行吗", session_id="s1"), now=NOW)
-    swapped = turn_block(svc, InjectRequest("花生酱真的不行吗", session_id="s2-forged"), now=NOW)
+    first = turn_block(svc, InjectRequest("我是不是对花生过敏来着", session_id="s1"), now=NOW)
+    again = turn_block(svc, InjectRequest("我对花生过敏，晚饭别放花生", session_id="s1"), now=NOW)
+    swapped = turn_block(svc, InjectRequest("我对花生过敏，晚饭别放花生", session_id="s2-forged"), now=NOW)
     assert "花生" in first.text and again.text == "" and "花生" in swapped.text
 
 
@@ -390,7 +392,7 @@ def test_an_anniversary_card_rides_in_the_block_once_a_day(svc):
 def test_only_shown_cards_count_as_activated(svc):
     shown = hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
     unrelated = hold(svc, "她的猫叫团子")
-    turn_block(svc, InjectRequest("晚饭能吃花生酱吗"), now=NOW)
+    turn_block(svc, InjectRequest("我是不是对花生过敏来着"), now=NOW)
     assert svc.store.get(shown).activation_count == 1 and svc.store.get(unrelated).activation_count == 0
 
 
@@ -444,7 +446,7 @@ def test_a_card_counts_as_shown_only_when_its_section_made_it_into_the_block(svc
     hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
     seen = set()
     for max_tokens in range(50, 400, 3):  # every budget, including those where a section's title is the last straw
-        block = turn_block(svc, InjectRequest("晚饭能吃花生酱吗", max_tokens=max_tokens), now=NOW)
+        block = turn_block(svc, InjectRequest("我是不是对花生过敏来着", max_tokens=max_tokens), now=NOW)
         for mid in block.cards:
             assert svc.store.get(mid).content in block.text, (max_tokens, mid)
         seen.update(block.cards)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
+import hashlib
 import json
 import threading
 from typing import Callable
@@ -26,7 +28,7 @@ from ..settings import Settings
 from .cards import InjectRequest, turn_block
 from .hooks import request_block, within_budget
 
-Recall = Callable[[str], "str | None"]  # prompt → block text (or None); runs in a worker thread
+Recall = Callable[[InjectRequest], "str | None"]  # the turn → block text (or None); runs in a worker thread
 
 _HOP_BY_HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
                "upgrade", "proxy-authorization", "proxy-authenticate"}
@@ -59,6 +61,32 @@ def last_user_prompt(body: object) -> str:
         return ""
     last = messages[-1]
     return person_text(last) if last.get("role") == "user" else ""
+
+
+def earlier_turns(body: dict, limit: int = 3) -> list[str]:
+    """The person's words in the user messages before the last one, oldest first (what a fragment of a
+    prompt is about); tool results and system reminders are not the person's words."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return []
+    said = [person_text(m) for m in messages[:-1] if isinstance(m, dict) and m.get("role") == "user"]
+    return [t for t in said if t][-limit:]
+
+
+def conversation_key(body: dict) -> str | None:
+    """Which conversation a request belongs to, for what its window was already shown: Claude Code's
+    session id (inside metadata.user_id), else a digest of the conversation's first user message."""
+    meta = body.get("metadata")
+    user_id = meta.get("user_id") if isinstance(meta, dict) else None
+    if isinstance(user_id, str) and "_session_" in user_id:
+        return user_id.rsplit("_session_", 1)[1] or None
+    messages = body.get("messages")
+    first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None) \
+        if isinstance(messages, list) else None
+    if first is None:
+        return None
+    seed = json.dumps(first.get("content"), ensure_ascii=False, sort_keys=True)
+    return "conv-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def with_block(body: dict, block: str) -> dict:
@@ -95,9 +123,9 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
 
     app = FastAPI(title="Ombre gateway", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
 
-    async def block_for(prompt: str) -> str | None:
+    async def block_for(turn: InjectRequest) -> str | None:
         try:
-            return await asyncio.wait_for(asyncio.to_thread(recall, prompt), timeout_s)
+            return await asyncio.wait_for(asyncio.to_thread(recall, turn), timeout_s)
         except Exception:  # noqa: BLE001 — timeout or a failing memory side: this turn injects nothing
             return None
 
@@ -122,7 +150,9 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
         except ValueError:
             return await forward(request, "v1/messages", raw)
         prompt = last_user_prompt(body)
-        block = await block_for(prompt) if prompt else None
+        turn = InjectRequest(prompt, session_id=conversation_key(body), context=earlier_turns(body) or None,
+                             budget_ms=timeout_s * 1000) if prompt else None
+        block = await block_for(turn) if turn else None
         if not block:
             return await forward(request, "v1/messages", raw)
         data = json.dumps(with_block(body, block), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -158,10 +188,11 @@ class LocalRecall:
                 self._service = MemoryService(self.settings)
             return self._service
 
-    def __call__(self, prompt: str) -> str | None:
+    def __call__(self, turn: InjectRequest) -> str | None:
         s = self.settings
-        req = InjectRequest(prompt, max_cards=s.inject_max_cards, max_tokens=s.inject_max_tokens)
-        return turn_block(self._open(), req).text or None
+        turn = dataclasses.replace(turn, max_cards=s.inject_max_cards, max_tokens=s.inject_max_tokens)
+        block = turn_block(self._open(), turn)
+        return None if block.late else block.text or None
 
     def close(self) -> None:
         if self._service is not None:
@@ -170,8 +201,11 @@ class LocalRecall:
 
 def remote_recall(settings: Settings) -> Recall:
     """Recall through a running `ombre serve` (OMBRE_URL), exactly as the hook asks it."""
-    def recall(prompt: str) -> str | None:
-        block = request_block(settings, prompt, None, settings.inject_timeout_ms / 1000)
-        return within_budget(block, settings.inject_max_cards, settings.inject_max_tokens) if block else None
+    def recall(turn: InjectRequest) -> str | None:
+        block = request_block(settings, turn.prompt, turn.session_id, settings.inject_timeout_ms / 1000,
+                              context=[t for t in turn.context or [] if isinstance(t, str)])
+        if block is None or block.get("late"):
+            return None
+        return within_budget(block, settings.inject_max_cards, settings.inject_max_tokens)
 
     return recall

@@ -29,7 +29,7 @@ from .store import MemoryStore
 CANDIDATES = 100  # each signal's ranking is cut here before fusion
 OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the keyword search runs
 DECAY_PER_DAY = 0.05  # e^(−0.05·days) as in the public Ombre; commitments and pinned are exempt
-KEYWORD_MIN = 0.5  # a keyword match counts as evidence from half the best BM25 score of this query
+KEYWORD_MIN = 0.5  # without vectors, a keyword match counts from half the best BM25 score of this query
 # e5 reads its form's last E5_CHARS characters: it costs ~0.75 ms a character here (128 characters ≈ 80 ms
 # at p95), while USE reads whole forms for almost nothing. 128 over 64: +0.003 on the dev objective
 # (bench/recall_eval.py), within breath's latency target.
@@ -176,17 +176,12 @@ def to_card(m: Memory, score: float, why: dict, relevant: bool = True) -> Card:
 
 def is_relevant(why: dict) -> bool:
     """Whether a recalled memory is close enough to be shown unasked (the hook) or to count as recalled
-    (activation): one gate per encoder on its best cosine over the query's forms; a strong keyword match
-    lowers it to the encoder's keyword gate. Without any vector, a strong keyword match alone decides."""
+    (activation): any encoder's best cosine over the query's forms reaches that encoder's gate. Without
+    any vector (OMBRE_VECTORS=0), a strong keyword match decides."""
     sims: dict = why.get("sim") or {}
-    keyword = why.get("keyword", 0.0) >= KEYWORD_MIN
     if not sims:
-        return keyword
-    for key, sim in sims.items():
-        spec = SPECS.get(key)
-        if spec is not None and (sim >= spec.gate or (keyword and sim >= spec.floor)):
-            return True
-    return False
+        return why.get("keyword", 0.0) >= KEYWORD_MIN
+    return any(key in SPECS and sim >= SPECS[key].gate for key, sim in sims.items())
 
 
 def _days_since(stamp: str, now: dt.datetime) -> float:

