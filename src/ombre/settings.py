@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 SHANGHAI = "Asia/Shanghai"
 

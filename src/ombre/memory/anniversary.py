@@ -53,16 +53,17 @@ def is_anniversary(m: Memory, today: dt.date) -> bool:
     return (today - created).days >= 365
 
 
-def _on(store: MemoryStore, days: list[dt.date]) -> list[Memory]:
+def _on(store: MemoryStore, days: list[dt.date], created_before: dt.date | None = None) -> list[Memory]:
     # a UTC creation stamp may fall on the day before in Shanghai: ask for that month-day too
     mds = sorted({_md(d) for day in days for d in (day, day - dt.timedelta(days=1))})
-    return store.on_month_days(mds)
+    return store.on_month_days(mds, created_before=created_before.isoformat() if created_before else None)
 
 
 def pick(store: MemoryStore, today: dt.date) -> Memory | None:
     """Today's one anniversary card, or None. Asked anew on every recall (an index lookup), so a memory
     added during the day counts and a second recall sees the same card."""
-    candidates = [m for m in _on(store, [today]) if is_anniversary(m, today)]
+    # a creation counts only a year back (a day more: the UTC stamp may be the Shanghai day before)
+    candidates = [m for m in _on(store, [today], today - dt.timedelta(days=364)) if is_anniversary(m, today)]
     if not candidates:
         return None
     return max(candidates, key=lambda m: (m.pinned, m.importance, m.created, m.id))
@@ -74,7 +75,7 @@ def due(store: MemoryStore, days: list[dt.date]) -> list[tuple[Memory, dt.date]]
     out: dict[str, tuple[Memory, dt.date]] = {}
     for m in store.on_dates([d.isoformat() for d in days]):
         out[m.id] = (m, dt.date.fromisoformat(m.event_date))
-    for m in _on(store, days):
+    for m in _on(store, days, min(days)):  # recurrence is by event date; a creation today is no event
         when = _day(m.event_date)
         if m.id in out or when is None or not recurs(m):
             continue

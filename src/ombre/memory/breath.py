@@ -26,16 +26,18 @@ from .query import Query
 from .segment import query_terms
 from .store import MemoryStore
 
-CANDIDATES = 100  # each signal's ranking is cut here before fusion
+CANDIDATES = 50  # each signal's ranking is cut here before fusion: the top five come from far above it
 OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the keyword search runs
+LOADED_PER_RESULT, MIN_LOADED = 4, 24  # fused candidates read from the store per wanted card, at least
 DECAY_PER_DAY = 0.05  # e^(−0.05·days) as in the public Ombre; commitments and pinned are exempt
 KEYWORD_MIN = 0.5  # without vectors, a keyword match counts from half the best BM25 score of this query
 # e5 reads its form's last E5_CHARS characters: it costs ~0.75 ms a character here (128 characters ≈ 80 ms
 # at p95), while USE reads whole forms for almost nothing. 128 over 64: +0.003 on the dev objective
 # (bench/recall_eval.py), within breath's latency target.
-E5_CHARS = 128
-# Time kept back when a deadline decides whether e5 still fits: scoring, fusion and the answer's way home.
-DEADLINE_RESERVE_MS = 25.0
+E5_CHARS = 64
+# Time kept back when a deadline decides whether e5 still fits: USE, keywords, fusion, the block and the
+# answer's way home (≈ 40 ms at 10k memories, bench/hook_latency.py).
+DEADLINE_RESERVE_MS = 45.0
 
 
 @dataclass(frozen=True)
@@ -299,13 +301,27 @@ def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embe
     indexes = {key: store.vectors(key) for key in plan}
     plan = {key: texts for key, texts in plan.items() if len(indexes[key])}
     out = Signals()
-    vectors: dict[str, np.ndarray] = {}
 
     def embed(key: str) -> np.ndarray:
         return encoders[key].queries(list(plan[key].values()))
 
-    # The e5 model and SQLite both leave Python while they work, so in a big store the query is embedded
-    # while FTS5 searches; in a small one a second thread only contends for the two cores.
+    def score(key: str, q: np.ndarray) -> None:
+        # One pass over the matrix per form. einsum, not @: BLAS threads spinning after a matmul starve the
+        # embedding model's own threads on a 2-core machine (measured: bench/breath_latency.py).
+        rows[key] = [np.einsum("ij,j->i", indexes[key].matrix, vec) for vec in q]
+        for name, row in zip(plan[key], rows[key]):
+            out.rankings[f"{key}:{name}"] = _top(row, indexes[key].ids, limit)
+
+    def embed_and_score(key: str) -> None:
+        try:
+            score(key, pending.result() if key == "e5" and pending is not None else embed(key))
+        except Exception as exc:  # noqa: BLE001 — recall goes on with what is left
+            if degraded is not None:
+                degraded.append(f"{key} vectors unavailable: {exc}")
+
+    rows: dict[str, list[np.ndarray]] = {}
+    # The e5 model and SQLite both leave Python while they work, so in a big store e5 embeds while FTS5
+    # searches and USE scores; in a small one a second thread only contends for the two cores.
     overlap = "e5" in plan and len(indexes["e5"]) >= OVERLAP_FROM
     with ThreadPoolExecutor(max_workers=1) as pool:  # no thread starts unless a task is submitted
         pending = pool.submit(embed, "e5") if overlap else None
@@ -317,26 +333,19 @@ def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embe
             out.rankings[name] = [mid for mid, _ in hits]
             best = hits[0][1] if hits else 0.0
             out.keyword[name] = {mid: score / best for mid, score in hits} if best > 0 else {}
-        for key in plan:
-            try:
-                vectors[key] = pending.result() if key == "e5" and pending is not None else embed(key)
-            except Exception as exc:  # noqa: BLE001 — recall goes on with what is left
-                if degraded is not None:
-                    degraded.append(f"{key} vectors unavailable: {exc}")
-    for key, q in vectors.items():
-        index, spread = indexes[key], SPECS[key].spread
-        # einsum, not @: BLAS threads spinning after a matmul starve the embedding model's own threads on
-        # a 2-core machine (measured: bench/breath_latency.py).
-        sims = np.einsum("ij,kj->ki", index.matrix, q)
-        for name, row in zip(plan[key], sims):
-            out.rankings[f"{key}:{name}"] = _top(row, index.ids, limit)
-        # how far each memory stands out in each form, its best form counting
-        lift = ((sims - sims.mean(axis=1, keepdims=True)) / spread).max(axis=0)
-        best_sim = sims.max(axis=0)
-        wanted = [mid for mid in out.candidates() if mid in index.positions]
-        pos = [index.positions[mid] for mid in wanted]
-        out.lift[key] = dict(zip(wanted, lift[pos].tolist()))
-        out.sim[key] = dict(zip(wanted, best_sim[pos].tolist()))
+        for key in sorted(plan, key=lambda k: k == "e5" and pending is not None):  # the pending one last
+            embed_and_score(key)
+    # How far each candidate stands out in each form (its best form counting), and its best cosine: read
+    # at the candidates' rows only (every signal's candidates), so a large store pays one mean per form.
+    candidates = out.candidates()
+    for key in [k for k in ORDER if k in rows]:
+        forms_rows, index, spread = rows[key], indexes[key], SPECS[key].spread
+        wanted = [mid for mid in candidates if mid in index.positions]
+        pos = np.fromiter((index.positions[mid] for mid in wanted), dtype=np.int64, count=len(wanted))
+        at = np.stack([row[pos] for row in forms_rows])
+        means = np.array([[row.mean()] for row in forms_rows], dtype=np.float32)
+        out.lift[key] = dict(zip(wanted, ((at - means) / spread).max(axis=0).tolist()))
+        out.sim[key] = dict(zip(wanted, at.max(axis=0).tolist()))
         if used is not None:
             used.append(key)
     return out
@@ -402,14 +411,23 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
     for key in encoders:
         if store.has_unembedded(key):
             result.degraded.append(f"some memories have no {key} vector yet: other signals find them")
-    found = store.get_many(list(fused))
+    # The adjustments move a score by a few per cent, so only the best-fused memories can end in the
+    # answer: they are loaded a chunk at a time until enough live ones are in hand (archived, replaced
+    # and other-domain memories are passed over).
+    order = sorted(fused, key=lambda mid: -fused[mid][0])
+    chunk = max(LOADED_PER_RESULT * req.max_results, MIN_LOADED)
     scored: list[tuple[float, Memory, dict]] = []
-    for mid, (relevance, why) in fused.items():
-        m = found.get(mid)
-        if m is None or not m.current or (req.domain and m.domain != req.domain):
-            continue
-        factor, parts = rank_factor(m, now, adjust, target_v, target_a)
-        scored.append((relevance * factor, m, {**why, **parts}))
+    for start in range(0, len(order), chunk):
+        found = store.get_many(order[start:start + chunk])
+        for mid in order[start:start + chunk]:
+            m = found.get(mid)
+            if m is None or not m.current or (req.domain and m.domain != req.domain):
+                continue
+            relevance, why = fused[mid]
+            factor, parts = rank_factor(m, now, adjust, target_v, target_a)
+            scored.append((relevance * factor, m, {**why, **parts}))
+        if len(scored) >= chunk:
+            break
     scored.sort(key=lambda x: -x[0])
     budget = req.max_tokens
     for score, m, why in scored:

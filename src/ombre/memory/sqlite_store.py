@@ -215,16 +215,18 @@ class SQLiteStore:
                            params)
         return _row_to_memory(rows[0]) if rows else None
 
-    def on_month_days(self, month_days: list[str]) -> list[Memory]:
-        """Live memories whose event date or creation falls on one of these month-days ("MM-DD")."""
+    def on_month_days(self, month_days: list[str], *, created_before: str | None = None) -> list[Memory]:
+        """Live memories whose event date or creation falls on one of these month-days ("MM-DD"); with
+        `created_before` (an ISO time), a creation counts only before it (an anniversary needs a year)."""
         if not month_days:
             return []
         marks = ",".join("?" * len(month_days))
         # the same expressions as the indexes of m010, so each side of the OR is an index lookup
+        created = f"substr(created, 6, 5) IN ({marks})" + (" AND created < ?" if created_before else "")
+        params = (*month_days, *month_days, *((created_before,) if created_before else ()))
         return [_row_to_memory(r) for r in self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) IN ({marks}) "
-            f"OR substr(created, 6, 5) IN ({marks})) AND +archived=0 AND superseded_by IS NULL",
-            (*month_days, *month_days))]
+            f"SELECT {_COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) IN ({marks}) OR ({created})) "
+            "AND +archived=0 AND superseded_by IS NULL", params)]
 
     def on_dates(self, dates: list[str]) -> list[Memory]:
         """Live memories whose event falls on one of these days (YYYY-MM-DD): what is due."""
