@@ -266,6 +266,9 @@ def test_the_gateway_reads_the_persons_earlier_turns_and_a_conversation_key():
         {"role": "user", "content": "那周三呢？"}]}
     assert earlier_turns(body) == ["我妈最近老是催我跟她视频", "这周工作太忙了"]
     assert conversation_key(body) == "1234-5678"
+    as_2_1 = {**body, "metadata": {"user_id": json.dumps({"device_id": "d", "account_uuid": "",
+                                                           "session_id": "abcd-ef"})}}
+    assert conversation_key(as_2_1) == "abcd-ef"  # Claude Code 2.1.112 sends a JSON object
     plain = {"messages": body["messages"]}
     assert conversation_key(plain) == conversation_key(dict(plain)) and conversation_key(plain).startswith("conv-")
     other = {"messages": [{"role": "user", "content": "另一段对话"}]}

@@ -75,11 +75,19 @@ def earlier_turns(body: dict, limit: int = 3) -> list[str]:
 
 def conversation_key(body: dict) -> str | None:
     """Which conversation a request belongs to, for what its window was already shown: Claude Code's
-    session id (inside metadata.user_id), else a digest of the conversation's first user message."""
+    session id (inside metadata.user_id: a JSON object in 2.1, `user_…_session_<id>` before), else a
+    digest of the conversation's first user message."""
     meta = body.get("metadata")
     user_id = meta.get("user_id") if isinstance(meta, dict) else None
-    if isinstance(user_id, str) and "_session_" in user_id:
-        return user_id.rsplit("_session_", 1)[1] or None
+    if isinstance(user_id, str):
+        try:
+            inner = json.loads(user_id)
+        except ValueError:
+            inner = None
+        if isinstance(inner, dict) and isinstance(inner.get("session_id"), str) and inner["session_id"]:
+            return inner["session_id"]
+        if "_session_" in user_id:
+            return user_id.rsplit("_session_", 1)[1] or None
     messages = body.get("messages")
     first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None) \
         if isinstance(messages, list) else None
