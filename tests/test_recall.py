@@ -99,15 +99,22 @@ def test_the_tail_reader_reads_only_the_end_of_a_big_file(tmp_path):
     assert found == [t[-200:] for t in _person_lines_by_full_parse(path)][-3:]
 
 
-def test_the_tail_reader_skips_a_half_written_last_line_and_keeps_cjk(tmp_path):
+def chat(*turns: str) -> str:
+    """A transcript of alternating person and assistant turns (generated, in Claude Code's line shapes)."""
     b = SessionBuilder(random.Random(1))
-    b.say("我妈最近老是催我打电话")
-    b.reply([{"type": "text", "text": "那你打算什么时候打给她？"}])
-    b.say("这周工作太忙了")
-    b.reply([{"type": "text", "text": "辛苦啦"}])
+    for i, text in enumerate(turns):
+        if i % 2 == 0:
+            b.say(text)
+        else:
+            b.reply([{"type": "text", "text": text}])
+    return b.text()
+
+
+def test_the_tail_reader_skips_a_half_written_last_line_and_keeps_cjk(tmp_path):
     path = tmp_path / "s.jsonl"
     half = '{"parentUuid":"x","type":"user","message":{"role":"user","content":"那周三'  # cut mid-write
-    path.write_text(b.text() + half, encoding="utf-8")
+    path.write_text(chat("我妈最近老是催我打电话", "那你打算什么时候打给她？", "这周工作太忙了", "辛苦啦") + half,
+                    encoding="utf-8")
     assert tail.person_turns(path, limit=3) == ["我妈最近老是催我打电话", "这周工作太忙了"]
     assert tail.person_turns(tmp_path / "missing.jsonl") == []
 
@@ -235,13 +242,9 @@ def test_the_hook_sends_the_persons_recent_turns_from_the_transcript(tmp_path):
     try:
         for content in ("她每周三晚上八点和妈妈视频通话", "她每周五晚上和闺蜜小林打电话", "她对芒果过敏"):
             assert httpx.post(server.url + "/v1/hold", json={"content": content}, timeout=60).json()["stored"]
-        b = SessionBuilder(random.Random(2))
-        b.say("我妈最近老是催我跟她视频")
-        b.reply([{"type": "text", "text": "小林周五不是约了你吗"}])
-        b.say("这周工作太忙了")
-        b.reply([{"type": "text", "text": "辛苦啦"}])
         transcript = tmp_path / "t.jsonl"
-        transcript.write_text(b.text(), encoding="utf-8")
+        transcript.write_text(chat("我妈最近老是催我跟她视频", "小林周五不是约了你吗", "这周工作太忙了", "辛苦啦"),
+                              encoding="utf-8")
         stdin = json.dumps({"session_id": "s1", "prompt": "那周三呢？", "transcript_path": str(transcript)})
         proc = subprocess.run([str(Path(sys.executable).parent / "ombre"), "hook", "user-prompt-submit"],
                               input=stdin, env=ombre_env(tmp_path, OMBRE_URL=server.url, OMBRE_INJECT_TARGET_MS="5000"),
