@@ -31,9 +31,9 @@ OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the ke
 LOADED_PER_RESULT, MIN_LOADED = 4, 24  # fused candidates read from the store per wanted card, at least
 DECAY_PER_DAY = 0.05  # e^(−0.05·days) as in the public Ombre; commitments and pinned are exempt
 KEYWORD_MIN = 0.5  # without vectors, a keyword match counts from half the best BM25 score of this query
-# e5 reads its form's last E5_CHARS characters: it costs ~0.75 ms a character here (128 characters ≈ 80 ms
-# at p95), while USE reads whole forms for almost nothing. 128 over 64: +0.003 on the dev objective
-# (bench/recall_eval.py), within breath's latency target.
+# e5 reads its form's last E5_CHARS characters: it costs ~0.75 ms a character here, while USE reads whole
+# forms for almost nothing. On the dev objective (bench/recall_eval.py) 128 scores +0.003 over 64 and 48
+# −0.007; 128 alone takes ~80 ms at p95, past breath's 100 ms target, so 64.
 E5_CHARS = 64
 # Time kept back when a deadline decides whether e5 still fits: USE, keywords, fusion, the block and the
 # answer's way home (≈ 40 ms at 10k memories, bench/hook_latency.py).
