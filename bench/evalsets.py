@@ -7,8 +7,9 @@
   query built from the assistant's words would follow), and the last turn is often a fragment
   ("你还记得吗？") or the second half of the question. A third of the chats ask the whole question last,
   after unrelated small talk: context must not hurt then.
-- companion: a hand-written companion store (bench/data/companion_set.json: Chinese and English memories,
-  prompts that paraphrase, fragments with context, moods, and prompts that concern no stored memory).
+- companion: hand-written companion stores (bench/data/companion_set*.json: each file one Chinese and one
+  English person's memories, prompts that paraphrase, fragments with context, moods, and prompts that
+  concern no stored memory).
 
 The split is by trajectory (MemDaily, dialogue) or by prompt (companion), from a hash of its key, so it
 never changes when code or data order changes. Tuning reads only `split == "dev"`.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MEMDAILY = HERE.parents[1] / "shared" / "bench" / "memdaily"
-COMPANION = HERE / "data" / "companion_set.json"
+COMPANION_FILES = (HERE / "data" / "companion_set.json", HERE / "data" / "companion_set2.json")
 
 
 @dataclass
@@ -128,14 +129,20 @@ def dialogue(md: EvalSet | None = None, seed: int = 7) -> EvalSet:
     return EvalSet("dialogue", md.stores, cases)
 
 
-def companion(path: Path = COMPANION) -> EvalSet:
-    data = json.loads(path.read_text(encoding="utf-8"))
+def companion(paths: tuple[Path, ...] = COMPANION_FILES) -> EvalSet:
+    """Every companion file present; each file's Chinese and English memories are two stores (two people)."""
     stores: dict[str, list[tuple[str, str]]] = {}
-    for m in data["memories"]:
-        stores.setdefault(m["lang"], []).append((m["id"], m["content"]))
-    cases = [Case("companion", p["kind"], split_of(p["id"]), p["lang"], p["text"],
-                  [{"role": "user", "text": t} for t in p.get("context") or []], frozenset(p["gold"]), p["id"])
-             for p in data["prompts"]]
+    cases = []
+    for path in paths:
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for m in data["memories"]:
+            stores.setdefault(f"{path.stem}:{m['lang']}", []).append((m["id"], m["content"]))
+        cases += [Case("companion", p["kind"], split_of(p["id"]), f"{path.stem}:{p['lang']}", p["text"],
+                       [{"role": "user", "text": t} for t in p.get("context") or []], frozenset(p["gold"]),
+                       p["id"])
+                  for p in data["prompts"]]
     return EvalSet("companion", stores, cases)
 
 
@@ -147,6 +154,6 @@ def load(names: tuple[str, ...] = ("memdaily", "dialogue", "companion")) -> dict
             out[name] = md
         elif name == "dialogue":
             out[name] = dialogue(md)
-        elif name == "companion" and COMPANION.exists():
+        elif name == "companion" and any(p.exists() for p in COMPANION_FILES):
             out[name] = companion()
     return out

@@ -160,7 +160,8 @@ def test_a_huge_prompt_is_searched_by_its_end(served):
     # the end of a pasted novel: what the last 128 characters ask is what is searched
     prompt = "今天的事情好多。" * 100_000 + ("我周四下午三点要去医院复诊，这次复诊要带什么？病历本要带吗？医保卡呢？"
                                         "上次医生说要空腹，这次也要空腹吗？周四几点出门合适？")
-    proc, _ = run_hook("user-prompt-submit", json.dumps({"prompt": prompt}), env)
+    # a generous latency target, so e5 reads the end too (USE alone is diluted by 128 characters of filler)
+    proc, _ = run_hook("user-prompt-submit", json.dumps({"prompt": prompt}), {**env, "OMBRE_INJECT_TARGET_MS": "5000"})
     assert proc.returncode == 0 and "周四下午三点" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
 
 

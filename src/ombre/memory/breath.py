@@ -62,11 +62,11 @@ class Fusion:
     weights: tuple[tuple[str, float], ...] = (
         ("keyword", 0.25), ("keyword:recent", 1.0),
         ("e5:latest", 2.0), ("e5:recent", 3.0),
-        ("use:latest", 0.5), ("use:recent", 2.0),
+        ("use:latest", 2.0), ("use:recent", 2.0),
     )
     evidence: tuple[tuple[str, float], ...] = (("keyword", 0.5), ("keyword:recent", 0.25), ("e5", 1.0),
                                                ("use", 1.0))
-    evidence_share: float = 0.6
+    evidence_share: float = 0.8
 
     def weight(self, signal: str) -> float:
         return dict(self.weights).get(signal, 0.0)
