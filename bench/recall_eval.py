@@ -52,10 +52,6 @@ class Cached:
         self.inner, self.spec = inner, inner.spec
         self.memo = memo.setdefault(inner.spec.key, {})
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
     def _get(self, kind: str, texts: list[str]) -> np.ndarray:
         todo = [t for t in dict.fromkeys(texts) if (kind, t) not in self.memo]
         for start in range(0, len(todo), 64):

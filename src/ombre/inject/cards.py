@@ -207,8 +207,7 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
     return block
 
 
-def session_block(service: MemoryService, req: SessionStartRequest, *, now: dt.datetime | None = None,
-                  received: float | None = None) -> Block:
+def session_block(service: MemoryService, req: SessionStartRequest, *, now: dt.datetime | None = None) -> Block:
     """breath(is_session_start=True) — the latest 会话交接 and the pinned core — cut to its own budget.
 
     A window hears it once (cc-connect resumes the same session on every restart); after a compaction the

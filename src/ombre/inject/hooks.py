@@ -1,7 +1,8 @@
 """Claude Code hooks: UserPromptSubmit and SessionStart, the dynamic zone's entry from Claude Code.
 
-This module is the hook process's whole import graph: the standard library, settings, the token estimate
-and the history log. It never imports the embedding model, numpy or the web stack — it asks the running
+This module is the hook process's whole import graph: the standard library, settings, the token estimate,
+the transcript's tail reader, the query's limits (memory/query.py, standard library only) and the history
+log. It never imports the embedding model, numpy or the web stack — it asks the running
 memory service (`ombre serve`) over loopback HTTP and prints what comes back.
 
 Whatever goes wrong (bad stdin, service down, slow, erroring, an answer over budget) the hook prints
@@ -17,6 +18,7 @@ from pathlib import Path
 from io import TextIOBase  # not typing.IO: the hook runs every turn, and typing costs ~5 ms to import
 
 from ..client import post_json
+from ..memory.query import RECENT_TURNS, TURN_CHARS
 from ..settings import Settings
 from ..tokens import estimate_text
 from ..transcript import tail
@@ -25,8 +27,6 @@ from ..window import history
 EVENTS = {"user-prompt-submit": "UserPromptSubmit", "session-start": "SessionStart"}
 MAX_CONTEXT_CHARS = 9_500  # Claude Code truncates hook output past 10,000 characters
 SEND_CHARS = 4_000  # the service searches a message by its end; no need to ship a pasted novel
-CONTEXT_TURNS = 3  # the person's earlier utterances sent along (memory.query.RECENT_TURNS)
-CONTEXT_CHARS = 200
 LOG_MAX_BYTES = 1_000_000
 
 
@@ -61,7 +61,8 @@ def user_prompt_submit(payload: dict, settings: Settings, timeout: float,
     if not isinstance(prompt, str) or not prompt.strip():
         return None, "no prompt", {}
     path = payload.get("transcript_path")
-    context = tail.person_turns(path, CONTEXT_TURNS, CONTEXT_CHARS) if isinstance(path, str) and path else []
+    # as many of the person's earlier utterances, as long, as a query reads
+    context = tail.person_turns(path, RECENT_TURNS, TURN_CHARS) if isinstance(path, str) and path else []
     block = request_block(settings, prompt, payload.get("session_id"), timeout, context=context, target=target)
     if block is None:
         return None, "memory service unavailable", {"context": len(context)}

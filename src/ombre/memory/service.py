@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
-
 import threading
+from pathlib import Path
 from typing import Callable, Mapping
 
 from ..errors import MemoryInputError
