@@ -4,7 +4,8 @@ breath find, and does its fusion beat every one of its parts?
 For every case the production `retrieve` runs with every signal on (keyword BM25 over the latest utterance
 and over the person's recent turns; e5 and USE over each query form), so each signal's own ranking is known;
 fusion settings are then chosen on the dev split only (`--tune`: coordinate search over the reciprocal-rank
-weights, objective the mean of R@1 and R@5 over the three sets), and the test split is reported with the
+weights; objective the fused ranking's worst lead over its best single part, R@1 and R@5 on each set, plus
+half the mean of R@1 and R@5 over the sets), and the test split is reported with the
 settings in use (breath.FUSION), beside every single signal, each encoder over its forms, and two plain
 baselines (jieba-word BM25, e5 of the whole latest utterance). A last table shows what importance,
 activation, decay and emotion cost in recall when memories carry random values of them.
@@ -161,8 +162,29 @@ def only(fusion: Fusion, encoder: str) -> Fusion:
         evidence=tuple((n, w if n == encoder else 0.0) for n, w in fusion.evidence))
 
 
+def parts(rows: list[dict], fusion: Fusion) -> dict[str, tuple[float, float]]:
+    """R@1/R@5 of each part the fusion is made of: every single signal, and each encoder over its forms."""
+    cols = [(s, lambda r, s=s: r["rank"].get(s, [])) for s in SIGNALS]
+    cols += [(f"{enc} alone", fused_order(only(fusion, enc))) for enc in ("e5", "use")]
+    return {name: score(rows, f) for name, f in cols}
+
+
+def leads(per_set: dict[str, list[dict]], fusion: Fusion) -> dict[str, tuple[float, float]]:
+    """Per set, how far the fused R@1 and R@5 stand above the best part's (negative: a part beats it)."""
+    out = {}
+    for name, rows in per_set.items():
+        p = parts(rows, fusion).values()
+        f1, f5 = score(rows, fused_order(fusion))
+        out[name] = (f1 - max(a for a, _ in p if a == a), f5 - max(b for _, b in p if b == b))
+    return out
+
+
 def objective(per_set: dict[str, list[dict]], fusion: Fusion) -> float:
-    return float(np.mean([sum(score(rows, fused_order(fusion))) / 2 for rows in per_set.values()]))
+    """The issue's bar is that fusion beats every part on every set, so the worst lead counts first; the
+    mean recall breaks ties between settings that lead alike."""
+    worst = min(min(pair) for pair in leads(per_set, fusion).values())
+    mean = float(np.mean([sum(score(rows, fused_order(fusion))) / 2 for rows in per_set.values()]))
+    return worst + 0.5 * mean
 
 
 def _tries(fusion: Fusion):
@@ -205,9 +227,10 @@ def report(per_set: dict[str, list[dict]], fusion: Fusion, split: str) -> None:
         n = len([r for r in rows if r["case"].gold])
         cells = [score(rows, f) for _, f in columns]
         print(f"{name:<11}{n:>6}" + "".join(f"{a:>9.3f} {b:.3f}" for a, b in cells))
-        best_part = [max(a for a, _ in cells[:-1] if a == a), max(b for _, b in cells[:-1] if b == b)]
-        verdict = "beats" if cells[-1][0] > best_part[0] and cells[-1][1] > best_part[1] else "DOES NOT beat"
-        print(f"{'':<17}fused {verdict} its best part (@1 {best_part[0]:.3f}, @5 {best_part[1]:.3f})")
+        lead1, lead5 = leads({name: rows}, fusion)[name]
+        verdict = "beats" if lead1 > 0 and lead5 > 0 else "DOES NOT beat"
+        print(f"{'':<17}fused {verdict} every part (lead over the best part: @1 {lead1:+.3f}, @5 {lead5:+.3f};"
+              " the two baselines are not parts)")
     kinds: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for name, rows in per_set.items():
         for r in rows:

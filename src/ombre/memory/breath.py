@@ -60,8 +60,8 @@ class Fusion:
 
     k: float = 5.0
     weights: tuple[tuple[str, float], ...] = (
-        ("keyword", 0.25), ("keyword:recent", 1.0),
-        ("e5:latest", 2.0), ("e5:recent", 3.0),
+        ("keyword", 0.25), ("keyword:recent", 3.0),
+        ("e5:latest", 1.0), ("e5:recent", 3.0),
         ("use:latest", 2.0), ("use:recent", 2.0),
     )
     evidence: tuple[tuple[str, float], ...] = (("keyword", 0.5), ("keyword:recent", 0.25), ("e5", 1.0),
