@@ -96,6 +96,88 @@ def test_an_unrelated_change_word_does_not_replace_a_commitment(rules):
     assert spicy.arbitration["action"] == "add" and rules.store.get(call.id).current
 
 
+# -- slots (issue #15): only the same subject and activity can conflict ----------------------------------
+def test_two_unrelated_commitments_coexist_without_a_mark(rules):
+    run = hold(rules, "每周日早上陪她晨跑", type="承诺", quote="以后每周日早上都陪我晨跑")
+    film = hold(rules, "周六下午陪她去看电影", type="承诺", quote="周六下午陪我去看电影好不好")
+    assert film.arbitration["action"] == "add" and film.status == "confirmed"
+    a, b = rules.store.get(run.id), rules.store.get(film.id)
+    assert a.conflicts == [] and b.conflicts == [] and a.current and b.current
+    assert not any("矛盾" in c.render() for c in rules.breath(BreathRequest("周末陪她做什么"), touch=False).cards)
+
+
+def test_the_same_activity_on_another_day_stands_beside_it(rules):
+    hold(rules, "每周三晚上语音", type="约定", quote="每周三晚上语音")
+    saturday = hold(rules, "每周六下午语音", type="约定", quote="周六下午也语音")
+    assert saturday.arbitration["action"] == "add" and "不同的日子" in saturday.arbitration["reason"]
+
+
+def test_a_changed_time_for_the_same_weekly_call_overwrites(rules):
+    old = hold(rules, "每周三晚上八点视频", type="约定", quote="每周三晚上八点视频")
+    new = hold(rules, "视频改到每周三晚上九点", type="约定", quote="视频改到九点吧")
+    assert new.arbitration["action"] == "overwrite" and new.arbitration["target"] == old.id
+    assert not rules.store.get(old.id).current
+
+
+def test_a_situation_coexists(rules):
+    rule = hold(rules, "不要叫她宝宝", type="规则", quote="别叫我宝宝")
+    home = hold(rules, "在家时可以叫她宝宝", type="规则", quote="在家时可以叫我宝宝")
+    assert home.arbitration["action"] == "coexist" and home.arbitration["target"] == rule.id
+    assert rules.store.get(rule.id).current and rules.store.get(home.id).situation == "在家时"
+
+
+def test_people_are_slots_of_their_own(rules):
+    mine = hold(rules, "她每天晚上十点前睡觉", type="规则", quote="我每天晚上十点前睡觉")
+    sister = hold(rules, "她妹妹每天晚上十二点前睡觉", type="规则", quote="我妹妹每天晚上十二点前睡觉")
+    assert sister.arbitration["action"] == "add" and rules.store.get(mine.id).conflicts == []
+
+
+def test_a_conflict_mark_is_cleared_when_its_other_side_is_overwritten(rules):
+    ten = hold(rules, "每天晚上十点前睡觉", type="约定", quote="我们约好每天晚上十点前睡")
+    twelve = hold(rules, "每天晚上十二点前睡觉", type="约定", quote="每天晚上十二点前睡就行")
+    assert rules.store.get(ten.id).conflicts == [twelve.id]
+    eleven = hold(rules, "以后都改成每天晚上十一点前睡觉", type="约定", quote="以后都十一点前睡吧")
+    assert eleven.arbitration["action"] == "overwrite"
+    replaced = eleven.arbitration["target"]
+    other = ({ten.id, twelve.id} - {replaced}).pop()
+    assert rules.store.get(other).conflicts == [] and rules.store.get(replaced).conflicts == []
+    cleared = [t for t in rules.history(other)["trace"] if t["action"] == "conflict cleared"]
+    assert cleared and cleared[0]["other"] == replaced and "覆盖" in cleared[0]["reason"]
+    set_by = [t for t in rules.history(ten.id)["trace"] if t["action"] == "contradicted by"]
+    assert set_by and "十点" in set_by[0]["reason"]  # why it was set stays readable
+
+
+def test_a_conflict_mark_is_cleared_when_its_other_side_is_archived(rules):
+    ten = hold(rules, "每天晚上十点前睡觉", type="规则", quote="每天晚上十点前睡")
+    twelve = hold(rules, "每天晚上十二点前睡觉", type="规则", quote="每天晚上十二点前睡就行")
+    rules.set_flag(ten.id, archived=True)
+    assert rules.store.get(twelve.id).conflicts == []
+    assert rules.history(twelve.id)["trace"][-1]["action"] == "conflict cleared"
+
+
+def test_a_merge_keeps_every_quote_it_merged(rules):
+    breakfast = hold(rules, "每周日一起吃早饭", type="约定", quote="每周日一起吃早饭吧")
+    walk = hold(rules, "另外每周日还要一起散步", type="约定", quote="另外每周日还要一起散步")
+    assert walk.arbitration["action"] == "merge"
+    merged = rules.store.get(walk.id)
+    assert merged.evidence.quotes == ["每周日一起吃早饭吧", "另外每周日还要一起散步"]
+    card = next(c for c in rules.breath(BreathRequest("周日一起做什么"), touch=False).cards if c.id == walk.id)
+    assert "每周日一起吃早饭吧" in card.render() and "另外每周日还要一起散步" in card.render()
+    assert rules.store.get(breakfast.id).superseded_by == walk.id
+
+
+def test_hold_prints_the_verdict_and_its_reason(tmp_path):
+    import os
+
+    env = {**os.environ, "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre"), "OMBRE_VECTORS": "0"}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "ombre.cli", *a], env=env, capture_output=True,  # noqa: E731
+                                    text=True, timeout=120)
+    run("hold", "每周三晚上语音", "--type", "承诺", "--quote", "以后每周三晚上都语音吧")
+    out = run("hold", "语音改到每周四晚上", "--type", "承诺", "--quote", "这周改成周四吧，之后也周四。")
+    assert out.returncode == 0, out.stderr
+    assert "verdict  overwrite →" in out.stdout and "对方改口" in out.stdout
+
+
 # -- a model behind the real wire formats ---------------------------------------------------------------
 @contextlib.contextmanager
 def judged_by(kind: str, tmp_path: Path, embedder):

@@ -89,6 +89,26 @@ def test_low_surprise_duplicate_is_logged_not_stored(svc):
     assert again.decision == "log_only"
 
 
+@pytest.mark.parametrize("first,second", [
+    ("她的生日是12月4日", "她妹妹的生日是12月6日"),
+    ("她的生日是12月4日", "她的生日是12月6日"),
+    ("她家的猫叫年糕", "她家的猫叫豆豆"),
+    ("她每天晚上十点睡觉", "她每天晚上十二点睡觉"),
+])
+def test_the_automatic_path_keeps_distinct_facts_that_read_alike(svc, first, second):
+    held(svc, first, quote=first)
+    other = svc.hold(HoldRequest(content=second, quote=second, source="auto"), now=NOW)
+    assert other.stored, other.reasons
+
+
+def test_two_birthdays_of_different_people_are_both_kept_by_the_automatic_path(svc):
+    mine = svc.hold(HoldRequest(content="她的生日是12月4日", quote="我的生日是12月4日", source="auto"), now=NOW)
+    sister = svc.hold(HoldRequest(content="她妹妹的生日是12月6日", quote="我妹妹的生日是12月6日", source="auto"), now=NOW)
+    assert mine.stored and sister.stored
+    again = svc.hold(HoldRequest(content="她妹妹的生日是12月6日。", quote="我妹妹生日12月6日", source="auto"), now=NOW)
+    assert again.decision == "log_only"  # the same facts again are a duplicate
+
+
 def test_every_gate_decision_is_logged(svc):
     held(svc, "她在学吉他")
     svc.hold(HoldRequest(content="她今天很烦，她永远都是这种性格", source="auto"), now=NOW)
@@ -309,7 +329,8 @@ def test_the_database_is_one_wal_sqlite_file_with_recorded_migrations(svc):
     assert [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY name")] == [
         "m001_memories", "m002_gate_log", "m003_meta", "m004_unembedded_index", "m005_fts_rank_and_vocab",
         "m006_event_date_index", "m007_arbitration",
-        "m008_type_and_date_indexes", "m009_term_docs", "m010_second_encoder_and_month_days"]
+        "m008_type_and_date_indexes", "m009_term_docs", "m010_second_encoder_and_month_days",
+        "m011_earlier_quotes"]
     db.close()
 
 

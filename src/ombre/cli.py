@@ -333,8 +333,13 @@ def hold(settings: Settings, content: str, title: str, kind: str, tags: tuple[st
 def _format_hold(r) -> str:
     head = f"held {r.id} ({r.status}, importance {r.importance}{', pinned' if r.pinned else ''})" if r.stored \
         else f"not held: {r.decision}"
-    return "\n".join([head] + [f"  reason   {x}" for x in r.reasons] + [f"  warning  {x}" for x in r.warnings]
-                     + [f"  scarcity {x}" for x in r.scarcity])
+    verdict = []
+    if r.arbitration:
+        a = r.arbitration
+        verdict = [f"  verdict  {a['action']}" + (f" → {a['target']}" if a.get("target") else "")
+                   + f" (by {a['by']})" + (f": {a['reason']}" if a.get("reason") else "")]
+    return "\n".join([head] + verdict + [f"  reason   {x}" for x in r.reasons] + [f"  warning  {x}" for x in r.warnings]
+                      + [f"  scarcity {x}" for x in r.scarcity])
 
 
 @main.command()

@@ -58,10 +58,14 @@ def related(store: MemoryStore, encoders: Mapping[str, Embedder], m: Memory,
     return out[:k]
 
 
-def prepare(verdict: Verdict, new: Memory) -> None:
-    """Shape the new memory before it is written."""
+def prepare(verdict: Verdict, new: Memory, old: Memory | None = None) -> None:
+    """Shape the new memory before it is written (`old`: the memory the verdict names)."""
     if verdict.action == "merge" and verdict.merged:
         new.content = verdict.merged
+    if verdict.action == "merge" and old is not None:
+        # the merged memory speaks for both: every quote behind it stays with it
+        carried = old.evidence.earlier + ([old.evidence.own()] if old.evidence.quote else [])
+        new.evidence.earlier = [q for q in carried if q.get("quote") != new.evidence.quote]
     elif verdict.action == "coexist":
         new.situation = verdict.situation
     elif verdict.action == "contradiction":
@@ -82,6 +86,7 @@ def link(store: MemoryStore, verdict: Verdict, new: Memory, now: dt.datetime) ->
         old.superseded_by = new.id
         old.trace.append({**entry, "action": "overwritten by" if verdict.action == "overwrite" else "merged into",
                           "other": new.id})
+        clear_conflicts(store, old, f"被 {new.id} {'覆盖' if verdict.action == 'overwrite' else '合并'}", now)
     elif verdict.action == "coexist":
         old.situation = old.situation or verdict.old_situation or "其他情境"
         old.trace.append({**entry, "action": "coexists with", "other": new.id})
@@ -91,3 +96,22 @@ def link(store: MemoryStore, verdict: Verdict, new: Memory, now: dt.datetime) ->
     new.trace.append({**entry, "action": verdict.action, "other": old.id})
     store.update(old)
     store.update(new)
+
+
+def clear_conflicts(store: MemoryStore, gone: Memory, why: str, now: dt.datetime) -> None:
+    """`gone` no longer stands (overwritten, merged or archived), so the conflicts it was part of are over:
+    the mark leaves both sides, and each side's trace says when and why. The caller saves `gone`."""
+    if not gone.conflicts:
+        return
+    stamp = iso(now)
+    for other_id in gone.conflicts:
+        other = store.get(other_id)
+        if other is None or gone.id not in other.conflicts:
+            continue
+        other.conflicts = [c for c in other.conflicts if c != gone.id]
+        other.trace.append({"at": stamp, "action": "conflict cleared", "other": gone.id, "by": "ombre",
+                            "reason": f"{gone.id} {why}"})
+        store.update(other)
+    gone.trace.append({"at": stamp, "action": "conflict cleared", "other": ",".join(gone.conflicts), "by": "ombre",
+                       "reason": why})
+    gone.conflicts = []

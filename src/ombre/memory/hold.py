@@ -135,7 +135,7 @@ def hold(store: MemoryStore, req: HoldRequest, *, encoders: Mapping[str, Embedde
         memory.status = UNCONFIRMED  # seed §8.4 D: written anyway, as unconfirmed
         result.reasons.append(f"仲裁没有完成（{arbitration_failed}）：先记为未确认")
     if verdict is not None:
-        arbitration.prepare(verdict, memory)
+        arbitration.prepare(verdict, memory, store.get(verdict.target) if verdict.target else None)
     if memory.status == UNCONFIRMED and memory.pinned and req.source == "auto":
         memory.pinned = False
         result.reasons.append("未确认的内容不自动置顶")

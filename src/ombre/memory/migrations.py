@@ -129,6 +129,12 @@ def m010_second_encoder_and_month_days(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memories_created_md ON memories(substr(created, 6, 5))")
 
 
+@migration
+def m011_earlier_quotes(db: sqlite3.Connection) -> None:
+    # a merged memory keeps the quotes of what it merged (Evidence.earlier)
+    db.execute("ALTER TABLE memories ADD COLUMN earlier_quotes TEXT NOT NULL DEFAULT '[]'")
+
+
 def apply(db: sqlite3.Connection) -> list[str]:
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = {row[0] for row in db.execute("SELECT name FROM _migrations")}

@@ -33,10 +33,20 @@ class Evidence:
     from_session: str | None = None
     date: str | None = None  # Shanghai calendar day the words were said
     quote: str | None = None  # ≤ 2 sentences of the person's own words
+    # the evidence of memories merged into this one ({"quote", "date", "from_session"}), oldest first
+    earlier: list[dict] = field(default_factory=list)
+
+    def own(self) -> dict:
+        return {"quote": self.quote, "date": self.date, "from_session": self.from_session}
+
+    @property
+    def quotes(self) -> list[str]:
+        """Every quote behind the memory, oldest first."""
+        return [q["quote"] for q in self.earlier if q.get("quote")] + ([self.quote] if self.quote else [])
 
     @property
     def mark(self) -> str:
-        return f"「{self.quote}」" if self.quote else UNCONFIRMED
+        return "".join(f"「{q}」" for q in self.quotes) if self.quote else UNCONFIRMED
 
 
 @dataclass

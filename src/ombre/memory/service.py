@@ -10,7 +10,7 @@ from typing import Callable, Mapping
 from ..errors import MemoryInputError
 from ..files import replace_atomic
 from ..settings import Settings
-from .arbitration import Verdict
+from .arbitration import Verdict, clear_conflicts
 from .breath import BreathRequest, BreathResult, breath
 from .embed import LOADERS, ORDER, Embedder
 from .hold import HoldRequest, HoldResult, enrich_pending, hold
@@ -126,6 +126,8 @@ class MemoryService:
         if pinned is not None:
             m.pinned = pinned
         if archived is not None:
+            if archived and not m.archived:
+                clear_conflicts(self.store, m, "已归档", now_utc())
             m.archived = archived
             if not archived:
                 m.last_active = iso(now_utc())  # a restored memory must not sink straight back

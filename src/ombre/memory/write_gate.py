@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .model import Memory
 from .segment import terms
+from .slot import facts
 
 STORE, STORE_UNCONFIRMED, LOG_ONLY, REFUSE = "store", "store_unconfirmed", "log_only", "refuse"
 QUOTA_DECISIONS = (STORE, STORE_UNCONFIRMED)  # automatic writes these decisions let through count against the quota
@@ -78,7 +79,8 @@ def judge(candidate: Memory, *, source: str, auto_today: int, auto_daily: int, p
     if _PERMANENT.search(text) and _MOOD.search(text):
         flag("一次性情绪不能写成永久性格判断", LOG_ONLY)
     for old in similar:
-        if _overlap(new_terms, terms(old.content)) >= DUPLICATE_OVERLAP:
+        # close words are not enough: another date, number, name or person is another memory
+        if _overlap(new_terms, terms(old.content)) >= DUPLICATE_OVERLAP and facts(text) == facts(old.content):
             flag(f"低意外：与已有记忆 {old.id} 几乎相同", LOG_ONLY)
             break
     subjects = red_line_subjects(text)

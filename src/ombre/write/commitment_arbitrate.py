@@ -1,10 +1,13 @@
 """commitment_arbitrate (seed §8.2, §8.4): before a commitment, agreement, rule or importance ≥ 8 memory is
 held, compare it with the top related ones and decide: add, skip, overwrite, merge, coexist, contradiction.
 
-The rules backend handles the common Chinese phrasings with no model at all: 改成 / 以后都 / 还是用 /
-不…了 (a change: overwrite), 有X在时 / 在家时 (a situation: coexist), 另外 / 还要 (merge), the same words
-again (skip), and the same topic at another time or day without a change word (contradiction). A model
-backend (write/llm.py) decides the hard ones; when it fails or is late, hold writes the memory as 未确认.
+The rules backend needs no model. Two memories are weighed against each other only when they fill the same
+slot (memory/slot.py: the same subject and the same activity; "陪她晨跑" and "陪她看电影" are two slots and
+both simply stand). Within one slot: the same words again are skipped, another situation (有X在时 / 在家时)
+coexists, a change word (改成 / 以后都 / 还是用 / 不…了) overwrites, an addition (另外 / 还要) merges, and
+another time on the same days with no change word is a contradiction; another day is another occasion and
+stands beside it. A model backend (write/llm.py) decides instead when one is configured; when it fails or
+is late, hold writes the memory as 未确认.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import Callable
 
 from ..memory.arbitration import ACTIONS, NEEDS_TARGET, Verdict, compared_text, related
 from ..memory.model import Memory
-from ..memory.segment import bigrams, words
+from ..memory.slot import Slot, slot_of, when_of
 from ..memory.service import MemoryService
 from ..settings import Settings
 from .llm import JsonModel, ModelError, from_settings
@@ -24,13 +27,8 @@ MERGE = re.compile(r"另外|还要|再加|也要|顺便|同时")
 SITUATION = re.compile(r"有[^，。,；;]{1,8}?在(?:场)?(?:的)?时(?:候)?|当着[^，。,；;]{1,8}?(?:的)?面|"
                        r"在(?:家|公司|外面|学校|单位|[^，。,；;\s]{1,6}?)(?:里)?(?:的)?时(?:候)?|"
                        r"[^，。,；;\s]{1,8}?的时候")
-# When something happens: two memories on one topic with different slots exclude each other.
-SLOT = re.compile(r"周[一二三四五六日天末]|星期[一二三四五六日天]|礼拜[一二三四五六日天]|\d{1,2}\s*[点:：]\d{0,2}|"
-                  r"[零一二两三四五六七八九十]{1,3}点(?:半)?|\d{1,2}号|早上|上午|中午|下午|晚上|半夜|每天|每周")
-# Words that say when, not what: they do not make two memories about the same thing.
-_WHEN = set("周一 周二 周三 周四 周五 周六 周日 周天 周末 每周 每天 晚上 早上 上午 中午 下午 以后 之后 这周 "
-            "下周 今天 明天 改成 改到 还是".split())
-RELATED_SIMILARITY = 0.88  # close enough to be the same topic without sharing a word
+# Which days a time names, as one spelling: 每周三 = 周三 = 星期三 = 礼拜三.
+_DAY = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天末])|(每天|每晚|每早|天天)|(\d{1,2}\s*[号日]|[今明后]天)")
 
 SYSTEM = ("你是陪伴型助手的记忆仲裁员。给你一条新记忆和几条旧记忆，判断新记忆该怎么处理，只输出一个 JSON 对象："
           '{"action": "add|skip|overwrite|merge|coexist|contradiction", "target": "旧记忆 id 或 null", '
@@ -39,43 +37,70 @@ SYSTEM = ("你是陪伴型助手的记忆仲裁员。给你一条新记忆和几
           "contradiction=互相排斥又没有改口；skip=已经记过；add=无关的新事。不要编造对方没说过的话。")
 
 
-def _topic_terms(text: str) -> set[str]:
-    return {w for w in words(text) if len(w) >= 2 and w not in _WHEN} | \
-           {g for g in bigrams(text) if g not in _WHEN and not SLOT.fullmatch(g)}
-
-
-def _slots(text: str) -> set[str]:
-    return {re.sub(r"\s", "", s) for s in SLOT.findall(text)} - {"每天", "每周"}
-
-
 def situation_of(text: str) -> str:
     found = SITUATION.search(text)
     return found.group(0) if found else ""
 
 
+def _days(text: str) -> set[str]:
+    out = set()
+    for weekday, daily, date in _DAY.findall(text):
+        out.add("周" + weekday.replace("天", "日") if weekday else "每天" if daily else re.sub(r"\s|日", "号", date))
+    return out
+
+
+def _clock(text: str) -> set[str]:
+    return {w for w in when_of(text) if not _DAY.fullmatch(w) and not re.fullmatch(r"每?(?:周|星期|礼拜).?", w)}
+
+
+def slot_of_memory(m: Memory) -> Slot:
+    """A memory's slot from its content (its quote only when the content names no activity)."""
+    situation = m.situation or situation_of(m.content)
+    slot = slot_of(m.content, situation)
+    if not slot.activity and m.evidence.quote:
+        slot = slot_of(compared_text(m), situation or situation_of(m.evidence.quote))
+    return slot
+
+
+def _describe(slot: Slot) -> str:
+    what = "、".join(sorted(slot.activity)) or "（说不清）"
+    return f"{slot.subject}·{what}" if slot.subject else what
+
+
 def rules_verdict(new: Memory, candidates: list[tuple[Memory, float]]) -> Verdict:
     text = compared_text(new)
-    terms = _topic_terms(text)
-    same_topic = [(m, sim) for m, sim in candidates
-                  if sim >= RELATED_SIMILARITY or terms & _topic_terms(m.content)]
-    if not same_topic:
-        return Verdict("add", reason="没有相关的旧承诺或规则")
-    old, _ = same_topic[0]
-    if re.sub(r"\W", "", old.content) == re.sub(r"\W", "", new.content):
-        return Verdict("skip", old.id, reason="同样的内容已经记过")
+    for old, _ in candidates:
+        if re.sub(r"\W", "", old.content) == re.sub(r"\W", "", new.content):
+            return Verdict("skip", old.id, reason="同样的内容已经记过")
+    slot = slot_of_memory(new)
+    same = [old for old, _ in candidates if slot.same_as(slot_of_memory(old))]
+    if not same:
+        # "另外每周日还要一起散步": an addition to what is already agreed for that very time
+        occasion = when_of(new.content)
+        joined = next((old for old, _ in candidates if occasion and when_of(old.content) == occasion), None)
+        if joined is not None and MERGE.search(text):
+            return Verdict("merge", joined.id, merged=f"{joined.content}；{new.content}",
+                           reason=f"同一时间（{'、'.join(sorted(occasion))}）的补充")
+        return Verdict("add", reason=f"没有同一件事的旧承诺或规则（这件是：{_describe(slot)}）")
+    old = same[0]
+    what = _describe(slot)
     new_situation, old_situation = situation_of(text), old.situation or situation_of(old.content)
     if new_situation and new_situation != old_situation:
         return Verdict("coexist", old.id, situation=new_situation, old_situation=old_situation,
-                       reason=f"不同情境：{new_situation} / {old_situation or '其他情境'}")
+                       reason=f"同一件事（{what}），不同情境：{new_situation} / {old_situation or '其他情境'}")
     if CHANGE.search(text):
-        return Verdict("overwrite", old.id, reason="对方改口，新的取代旧的")
+        return Verdict("overwrite", old.id, reason=f"同一件事（{what}）对方改口，新的取代旧的")
     if MERGE.search(text):
-        return Verdict("merge", old.id, merged=f"{old.content}；{new.content}", reason="同一件事的补充")
-    old_slots, new_slots = _slots(old.content), _slots(text)
-    if old_slots and new_slots and old_slots != new_slots:
-        return Verdict("contradiction", old.id, reason=f"同一件事两个说法（{'、'.join(sorted(old_slots))} / "
-                                                       f"{'、'.join(sorted(new_slots))}），又没有改口")
-    return Verdict("add", reason="相关但不冲突")
+        return Verdict("merge", old.id, merged=f"{old.content}；{new.content}", reason=f"同一件事（{what}）的补充")
+    old_days, new_days = _days(old.content), _days(new.content)
+    if old_days != new_days:
+        return Verdict("add", reason=f"同一件事（{what}）在不同的日子（{'、'.join(sorted(old_days)) or '未说'} / "
+                                     f"{'、'.join(sorted(new_days)) or '未说'}），各自成立")
+    old_clock, new_clock = _clock(old.content), _clock(new.content)
+    if old_clock and new_clock and old_clock != new_clock:
+        return Verdict("contradiction", old.id, reason=f"同一件事（{what}）两个时间（{'、'.join(sorted(old_clock))} / "
+                                                       f"{'、'.join(sorted(new_clock))}），又没有改口")
+    return Verdict("add", reason=f"同一件事（{what}），说法不冲突")
 
 
 def model_verdict(model: JsonModel, new: Memory, candidates: list[tuple[Memory, float]]) -> Verdict:
