@@ -12,7 +12,7 @@ import pytest
 from ombre.settings import Settings
 from ombre.tunnel.keeper import Keeper
 from ombre.window import history
-from ombre.write.async_distill import Distiller, for_keeper, rules_candidates
+from ombre.write.async_distill import Distiller, for_keeper, rules_candidates, status
 from ombre.write.commitment_arbitrate import open_service
 from ombre.write.llm import from_settings
 from tests.distill_score import score
@@ -133,7 +133,7 @@ def test_a_model_proposes_and_only_quotes_from_the_person_survive(setup, tmp_pat
 
 
 @pytest.mark.parametrize("failure", ["down", "slow", "500", "malformed"])
-def test_a_failing_model_writes_nothing_and_keeps_the_cursor(setup, tmp_path, failure):
+def test_a_failing_model_lets_the_rules_answer_and_keeps_the_cursor(setup, tmp_path, failure):
     _, service, chat = setup
     with FakeOpenAI() as fake:
         fake.replies = {"500": [500, 500], "malformed": ["不是 JSON", "不是 JSON"]}.get(failure, [])
@@ -148,8 +148,33 @@ def test_a_failing_model_writes_nothing_and_keeps_the_cursor(setup, tmp_path, fa
         chat.turn("我们约好了，以后每周三晚上都视频一次。")
         failed = d.run(chat.path, force=True, now=NOW)
         again = d.run(chat.path, force=True, dry_run=True, now=NOW)
-    assert not failed.ran and failed.reason.startswith("model failed") and service.store.list() == []
-    assert again.new_turns == 1  # the unread turn is still ahead of the cursor
+    assert failed.ran and failed.fallback.startswith("model failed, rules answered")
+    assert [m.evidence.quote for m in service.store.list()] == ["我们约好了，以后每周三晚上都视频一次。"]
+    assert again.new_turns == 1  # the unread turn is still ahead of the cursor: the model reads it again
+    ledger = [json.loads(x) for x in settings.llm_ledger.read_text().splitlines()]
+    assert ledger[-1]["ok"] is False and ledger[-1]["purpose"] == "distill" and ledger[-1]["error"]
+
+
+def test_past_the_daily_cap_no_model_is_asked_and_the_rules_answer(setup, tmp_path):
+    _, service, chat = setup
+    with FakeOpenAI() as fake:
+        fake.replies = [json.dumps({"candidates": []})]
+        settings = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre"),
+                                      "OMBRE_LLM": "openai", "OMBRE_LLM_MODEL": "m", "OMBRE_LLM_BASE_URL": fake.url,
+                                      "OMBRE_LLM_DAILY_CALLS": "1"})
+        d = Distiller(settings, service, from_settings(settings))
+        chat.turn("你好")
+        d.run(chat.path, now=NOW)
+        chat.turn("今天天气不错")
+        first = d.run(chat.path, force=True, now=NOW)  # the one call of the day
+        chat.turn("我们约好了，以后每周三晚上都视频一次。")
+        second = d.run(chat.path, force=True, now=NOW)
+        assert len(fake.requests) == 1
+    assert first.ran and not first.fallback and second.fallback.startswith("rules answered: today's model budget")
+    assert [m.evidence.quote for m in service.store.list()] == ["我们约好了，以后每周三晚上都视频一次。"]
+    assert second.cursor is not None  # over the cap is no failure: the cursor moves on
+    today = status(settings, service, None)["model"]
+    assert today["calls"] == 1 and today["over_cap"] and today["daily_calls"] == 1
 
 
 def test_the_keeper_asks_distillation_first_and_a_failure_never_stops_it(setup, tmp_path):
@@ -189,3 +214,9 @@ def test_distill_commands(setup, tmp_path):
     status = json.loads(run("status", "--session", str(chat.path), "--json").stdout)
     assert status["enabled"] and status["new_person_turns"] == 1 and status["daily_cap"] == 8
     assert status["cursor"]["uuid"] and status["last_outcomes"][-1]["session"] == chat.b.sid
+    assert status["model"]["backend"] == "rules" and status["model"]["calls"] == 0
+    plain = run("status", "--session", str(chat.path))
+    assert "model     rules: 0/200 calls, 0/300000 tokens today" in plain.stdout, plain.stderr
+    config = subprocess.run([sys.executable, "-m", "ombre.cli", "config", "--json"], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert json.loads(config.stdout)["llm_today"]["daily_tokens"] == 300_000

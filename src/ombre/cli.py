@@ -260,7 +260,10 @@ def usage(settings: Settings, session: str | None, as_json: bool) -> None:
 @click.pass_obj
 def config(settings: Settings, as_json: bool) -> None:
     """Show the effective settings (from the environment)."""
+    from .write.llm import ledger
+
     data = settings.as_dict()
+    data["llm_today"] = ledger(settings).today()  # background model spend beside the caps that bound it
     _emit(as_json, data, lambda: "\n".join(f"{k:<22} {v}" for k, v in data.items()))
 
 
@@ -923,6 +926,12 @@ def distill(ctx: click.Context, session: str | None, force: bool, dry_run: bool,
     _emit(as_json, result, human)
 
 
+def _model_spend(m: dict) -> str:
+    line = (f"model     {m['backend']}: {m['calls']}/{m['daily_calls']} calls, {m['tokens']}/{m['daily_tokens']} "
+            f"tokens today ({m['failed']} failed)")
+    return line + ("  — over the cap: the rules answer until tomorrow" if m["over_cap"] else "")
+
+
 @distill.command("status")
 @click.option("--session", default=None)
 @json_option
@@ -944,7 +953,8 @@ def distill_status(settings: Settings, session: str | None, as_json: bool) -> No
 
     def human() -> str:
         lines = [f"enabled   {'yes' if report['enabled'] else 'no (ASYNC_DISTILL=0)'}",
-                 f"today     {report['auto_holds_today']}/{report['daily_cap']} automatic holds"]
+                 f"today     {report['auto_holds_today']}/{report['daily_cap']} automatic holds",
+                 _model_spend(report["model"])]
         if "session" in report:
             lines.append(f"session   {report['session']}  cursor {(report['cursor'] or {}).get('uuid', 'none')}"
                          f"  new person turns {report['new_person_turns']}")

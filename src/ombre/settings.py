@@ -108,6 +108,10 @@ class Settings:
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout_ms: int = 5_000
+    # a day's background model use (every backend); past either cap the rules answer until tomorrow
+    llm_daily_calls: int = 200
+    llm_daily_tokens: int = 300_000
+    claude_bin: str = "claude"  # OMBRE_CLAUDE_BIN: the Claude Code CLI that OMBRE_LLM=claude-code asks
     async_distill: bool = True  # ASYNC_DISTILL=0 turns background distillation off
     distill_warmup: bool = False  # OMBRE_DISTILL_WARMUP=1: a new session's recent turns are read too
 
@@ -168,6 +172,9 @@ class Settings:
             llm_model=env.get("OMBRE_LLM_MODEL") or None,
             llm_api_key=env.get("OMBRE_LLM_API_KEY") or None,
             llm_timeout_ms=_int(env, "OMBRE_LLM_TIMEOUT_MS", 5_000),
+            llm_daily_calls=_int(env, "OMBRE_LLM_DAILY_CALLS", 200),
+            llm_daily_tokens=_int(env, "OMBRE_LLM_DAILY_TOKENS", 300_000),
+            claude_bin=env.get("OMBRE_CLAUDE_BIN") or "claude",
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),
         )
@@ -195,6 +202,10 @@ class Settings:
     @property
     def distill_log(self) -> Path:
         return self.ombre_home / "distill.jsonl"
+
+    @property
+    def llm_ledger(self) -> Path:
+        return self.ombre_home / "llm_ledger.jsonl"
 
     @property
     def backups_dir(self) -> Path:

@@ -26,7 +26,7 @@ from ..memory.service import MemoryService
 from ..settings import Settings
 from ..transcript.chain import parse_timestamp, scan
 from ..window import history
-from .llm import JsonModel, ModelError
+from .llm import JsonModel, ModelError, OverBudget, from_settings, ledger
 
 MAX_CANDIDATES = 3
 DISTILL_LOG_MAX_BYTES = 2_000_000
@@ -78,6 +78,7 @@ class DistillResult:
     held: list[dict] = field(default_factory=list)
     cursor: str | None = None
     dry_run: bool = False
+    fallback: str = ""  # why the rules answered instead of the configured model
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -105,7 +106,7 @@ def rules_candidates(turns: list[Turn]) -> list[Candidate]:
 
 def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
     lines = [f"{'对方' if t.who == 'person' else '我'}：{t.text}" for t in turns]
-    answer = model.ask(SYSTEM, "\n".join(lines))
+    answer = model.ask(SYSTEM, "\n".join(lines), purpose="distill")
     raw = answer.get("candidates")
     if not isinstance(raw, list):
         raise ModelError("the answer has no candidates list")
@@ -174,12 +175,15 @@ class Distiller:
         if not (force or due):
             result.reason = f"not due ({len(person)}/{TURNS_TRIGGER} new turns, not idle)"
             return self._log(result)
+        advance, fallback = True, ""
         try:
             candidates = (model_candidates(self.model, new) if self.model is not None else rules_candidates(new))
-        except ModelError as exc:  # the cursor stays: these turns are read again next time
-            result.reason = f"model failed: {exc}"
-            return self._log(result)
+        except OverBudget as exc:  # by design, not a failure: the rules answer and the cursor moves on
+            candidates, fallback = rules_candidates(new), f"rules answered: {exc}"
+        except ModelError as exc:  # the rules answer now, and the cursor stays so the model reads these again
+            candidates, fallback, advance = rules_candidates(new), f"model failed, rules answered: {exc}", False
         result.ran, result.reason = True, "forced" if force and not due else due
+        result.fallback = fallback
         result.candidates = [asdict(c) for c in candidates]
         if dry_run:
             return result
@@ -190,8 +194,9 @@ class Distiller:
                                                  quote=c.quote, from_session=sid, evidence_date=day, source="auto"))
             result.held.append({"content": c.content, "stored": held.stored, "decision": held.decision,
                                 "id": held.id, "status": held.status, "reasons": held.reasons})
-        self._save_cursor(sid, new[-1])
-        result.cursor = new[-1].uuid
+        if advance:
+            self._save_cursor(sid, new[-1])
+            result.cursor = new[-1].uuid
         return self._log(result)
 
     def _due(self, person: list[Turn], now: dt.datetime) -> str:
@@ -225,6 +230,7 @@ def _after(turns: list[Turn], cursor: dict | None) -> list[Turn]:
 
 def status(settings: Settings, service: MemoryService, path: Path | None) -> dict:
     report = {"enabled": settings.async_distill, "daily_cap": settings.auto_hold_daily,
+              "model": {"backend": settings.llm, **ledger(settings).today()},
               "auto_holds_today": service.store.gate_count(shanghai_date(now_utc()), "auto", write_gate.QUOTA_DECISIONS),
               "last_outcomes": history.read(settings.distill_log, limit=20)}
     if path is not None:
@@ -238,7 +244,6 @@ def status(settings: Settings, service: MemoryService, path: Path | None) -> dic
 def for_keeper(settings: Settings) -> Callable[[Path, bool], None]:
     """What the keeper calls each idle pass (runs when due) and right before a forge (forced)."""
     from .commitment_arbitrate import open_service
-    from .llm import from_settings
 
     def run(path: Path, force: bool) -> None:
         service = open_service(settings)

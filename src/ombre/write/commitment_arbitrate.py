@@ -19,7 +19,7 @@ from ..memory.model import Memory
 from ..memory.slot import Slot, slot_of, when_of
 from ..memory.service import MemoryService
 from ..settings import Settings
-from .llm import JsonModel, ModelError, from_settings
+from .llm import JsonModel, ModelError, OverBudget, from_settings
 
 CHANGE = re.compile(r"改成|改到|改为|改在|改用|换成|换到|以后都|以后也|之后都|之后也|从今以后|从此|还是用|"
                     r"还是.{0,6}吧|不再|不.{1,6}了|取消|算了")
@@ -106,7 +106,7 @@ def rules_verdict(new: Memory, candidates: list[tuple[Memory, float]]) -> Verdic
 def model_verdict(model: JsonModel, new: Memory, candidates: list[tuple[Memory, float]]) -> Verdict:
     lines = [f"新记忆（类型 {new.type}）：{new.content}", f"对方原话：{new.evidence.quote or '（无）'}", "旧记忆："]
     lines += [f"- id={m.id} 类型={m.type} 情境={m.situation or '无'}：{m.content}" for m, _ in candidates] or ["（无）"]
-    answer = model.ask(SYSTEM, "\n".join(lines))
+    answer = model.ask(SYSTEM, "\n".join(lines), purpose="arbitrate")
     action = answer.get("action")
     if action not in ACTIONS:
         raise ModelError(f"unknown action {action!r}")
@@ -126,9 +126,12 @@ def arbiter(settings: Settings, service: MemoryService) -> Callable[[Memory], Ve
 
     def decide(new: Memory) -> Verdict:
         candidates = related(service.store, service.encoders, new)
-        if model is None:
-            return rules_verdict(new, candidates)
-        return model_verdict(model, new, candidates)
+        if model is not None:
+            try:
+                return model_verdict(model, new, candidates)
+            except OverBudget:
+                pass  # past the day's cap the rules decide; a model that failed leaves the memory 未确认
+        return rules_verdict(new, candidates)
 
     return decide
 
