@@ -320,6 +320,7 @@ def test_install_dry_run_writes_nothing_and_shows_the_changes(tmp_path):
     (home / ".claude" / "settings.json").write_text('{"model": "sonnet"}\n')
     out = subprocess.run(OMBRE + ["install", "claude-code", "--dry-run"], env=env, capture_output=True, text=True)
     assert out.returncode == 0 and "UserPromptSubmit" in out.stdout and "ombre-memory-discipline.md" in out.stdout
+    assert "OMBRE_LLM=claude-code" in out.stdout  # says how to let this Claude Code be the background model
     assert (home / ".claude" / "settings.json").read_text() == '{"model": "sonnet"}\n'
     assert sorted(p.name for p in (home / ".claude").iterdir()) == ["settings.json"]
     assert not (home / ".claude.json").exists()

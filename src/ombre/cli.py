@@ -628,15 +628,22 @@ def _install(settings: Settings, install: bool, dry_run: bool, as_json: bool, ca
     summary = {"dry_run": dry_run, "changed": [{"path": str(c.path), "what": c.what} for c in changes],
                "backups": [str(b) for b in backups]}
 
+    # distillation and arbitration use rules unless told otherwise; this Claude Code can be their model
+    model_hint = ("" if not install or settings.llm == "claude-code" else
+                  "\nbackground model: rules (the default). To let distillation and arbitration ask this Claude Code\n"
+                  "with its own login (no API key; a small model, capped per day), set OMBRE_LLM=claude-code\n"
+                  "(OMBRE_LLM_MODEL=haiku, OMBRE_LLM_DAILY_CALLS / OMBRE_LLM_DAILY_TOKENS) for `ombre serve` and the keeper.")
+    summary["background_model"] = settings.llm
+
     def human() -> str:
         if not changes:
-            return f"nothing to {verb}: Claude Code is already set up that way"
+            return f"nothing to {verb}: Claude Code is already set up that way" + model_hint
         head = f"{'would change' if dry_run else 'changed'}:"
         lines = [head] + [f"  {c.path}  ({c.what})" for c in changes]
         if dry_run:
             lines += ["", *(c.diff() for c in changes)]
         lines += [f"  backup {b}" for b in backups]
-        return "\n".join(lines)
+        return "\n".join(lines) + model_hint
 
     _emit(as_json, summary, human)
 
