@@ -21,31 +21,20 @@ from typing import Callable
 from ..memory import write_gate
 from ..memory.hold import HoldRequest
 from ..memory.model import now_utc, shanghai_date
-from ..memory.segment import sentences
 from ..memory.service import MemoryService
 from ..settings import Settings
 from ..transcript.chain import parse_timestamp, scan
 from ..window import history
+from . import distill_rules
 from .llm import JsonModel, ModelError, OverBudget, from_settings, ledger
 
-MAX_CANDIDATES = 3
 DISTILL_LOG_MAX_BYTES = 2_000_000
 TURNS_TRIGGER = 5
 IDLE_TRIGGER_S = 600
 WARMUP_TURNS = 10
-_QUESTION = re.compile(r"[?？]\s*$|[吗呢嘛]\s*[。.!！]?\s*$")
-# (type, importance, pattern): what the person says that is worth keeping, most binding first (seed §7, §8.3)
-RULES = [
-    ("约定", 7, re.compile(r"约好|说好|约定|咱们以后|我们以后|以后每|每周[一二三四五六日天]|每天[^，。]{0,6}(?:都|要)")),
-    ("承诺", 7, re.compile(r"答应|保证|一定会|记得提醒|提醒我|别忘了")),
-    ("规则", 7, re.compile(r"不要|别再|千万别|绝不|不许|受不了|过敏|(?:就|要)?叫我|以后都不|以后别")),
-    ("事件", 6, re.compile(r"(?:下周|这周|周[一二三四五六日天]|明天|后天|\d{1,2}[号日]|\d{1,2}月|下个月)[^，。]{0,10}"
-                         r"(?:要|去|有|复诊|考试|面试|出差|搬家|生日|回家)")),
-    ("偏好", 5, re.compile(r"最喜欢|我喜欢|最爱|爱吃|爱喝|不喜欢|讨厌")),
-]
-KINDS = tuple(kind for kind, _, _ in RULES)  # what a model's candidate may be; anything else is an 事件
+KINDS = ("承诺", "约定", "规则", "事件", "偏好", "关系", "感受")  # what a model's candidate may be; else 事件
 SYSTEM = ("你从一段陪伴对话里挑出值得长期记住的事，最多 3 条，可以是 0 条。只看「对方」说的话，绝不把「我」（助手）"
-          "说的话当成对方的事实。只输出 JSON：{\"candidates\": [{\"type\": \"承诺|约定|规则|事件|偏好\", "
+          "说的话当成对方的事实。只输出 JSON：{\"candidates\": [{\"type\": \"承诺|约定|规则|事件|偏好|关系|感受\", "
           "\"content\": \"一句话概括\", \"quote\": \"对方的原话，一字不改，最多两句\", \"importance\": 1-10}]}。"
           "闲聊、一时的情绪、寒暄不要记。")
 
@@ -85,23 +74,10 @@ class DistillResult:
 
 
 def rules_candidates(turns: list[Turn]) -> list[Candidate]:
-    """The person's sentences that match a rule, most binding first; questions are not facts."""
-    found: list[tuple[int, int, Candidate]] = []
-    seen: set[str] = set()
-    for n, turn in enumerate(turns):
-        if turn.who != "person":
-            continue
-        for sentence in sentences(turn.text, min_chars=4):
-            if _QUESTION.search(sentence) or sentence in seen or len(sentence) > 80:
-                continue
-            for rank, (kind, importance, pattern) in enumerate(RULES):
-                if pattern.search(sentence):
-                    seen.add(sentence)
-                    found.append((rank, -n, Candidate(kind, sentence.rstrip("。！!；;"), sentence, importance,
-                                                      turn.uuid, turn.when)))
-                    break
-    found.sort(key=lambda x: (x[0], x[1]))
-    return [c for _, _, c in found[:MAX_CANDIDATES]]
+    """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed."""
+    person = [(n, t.text) for n, t in enumerate(turns) if t.who == "person"]
+    return [Candidate(kept.kind, clause, clause, kept.importance, turns[n].uuid, turns[n].when)
+            for kept, clause, n in distill_rules.candidates(person)]
 
 
 def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
@@ -111,7 +87,7 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
     if not isinstance(raw, list):
         raise ModelError("the answer has no candidates list")
     out = []
-    for item in raw[:MAX_CANDIDATES]:
+    for item in raw[:distill_rules.MAX_CANDIDATES]:
         if not isinstance(item, dict):
             continue
         quote = str(item.get("quote") or "").strip()

@@ -1,0 +1,187 @@
+"""The rules distiller: which of the person's own words are worth keeping, with no model (seed §7, §8.1).
+
+It reads the person's turns clause by clause (people type commas, spaces and emoji, not sentences) and
+keeps a clause when it says something lasting about the person or about what the two agreed:
+- a standing request to the companion (以后 / 每次 / 到时候 … 你…, 提醒我, 叫我, 别再…, 答应我, 说好了),
+  kept even when asked as a question (…好不好 / 行不行 / 可以吗);
+- food they never eat, allergies, intolerances, strong likes and dislikes of food;
+- names of people and pets (X叫Y, 姓X, 养了…);
+- fears, secrets and health history (我怕…, 没跟…说过, 得过…);
+- family and life events (a relative's wedding, surgery, move, birth, birthday; 我怀孕了, 我退休了);
+- plans with a time (下周四上午十点面试, 12月21号考研) that were not called off later in the snippet;
+- stable facts: who they are, where they live or come from, habits and what they like.
+Never kept: questions (unless a standing request), cancelled plans (算了 / 取消了 / 不去了 …, the plan
+before it goes too), guesses and hypotheticals (如果 / 可能 / 说不定 …), one-off things of today or
+yesterday, what others said, and anything the assistant said (only the person's turns are read).
+The cues are general Chinese phrasings, chosen on the dev split of bench/distill_eval.py.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_CANDIDATES = 3
+
+# A clause ends at Chinese or Western punctuation, a line break, a tilde, an emoji, or a space between
+# two pieces of text (chat apps: "我芒果过敏 吃一口嘴巴肿").
+_CLAUSE_END = re.compile(r"[，,。.!！?？；;~～…\n]+|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])|"
+                         r"[\U0001F000-\U0001FFFF\u2600-\u27BF]+")
+_QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|‘[^’]*’")
+_QUESTION_END = re.compile(r"[?？]|[吗么嘛]$|呢$|(?:好不好|行不行|可以吗|可不可以|能不能|成不|行吧|可以吧|好吗|行吗|可以不|好嘛)$")
+_QUESTION = re.compile(r"要不要|是不是|有没有|会不会|能不能|可不可以|哪个|哪家|哪里|哪儿|什么|啥|怎么|咋|多少|几点|几号|"
+                       r"谁|为什么|为啥|还是.{1,10}(?:好|呢|呀|啊)$|^你觉得|^你说|^你猜")
+# what makes a request a real question ("你说我是不是太拖延了"), not a request asked nicely ("…好不好")
+_WH = re.compile(r"什么|怎么|咋|为什么|为啥|哪|谁|多少|几[点号个天]|^你觉得|^你说|^你猜|是不是|有没有|要不要")
+# said to the companion about how it should be from now on
+_ONGOING = r"(?:以后|今后|从今|从现在|往后|每次|每天|每晚|每周|每个|每逢|不管|无论|到时候|等我|下次|只要)"
+_TO_YOU = re.compile(_ONGOING + r".{0,24}(?:你|提醒|叫我|喊我|陪|跟我|给我|回我|催|夸|骂|监督|打卡|问我|告诉我|说)|"
+                     r"(?:你|帮我).{0,8}(?:要|得|必须|一定|记得|别(?!人)|不要|不许|可别|就|多|少)|"
+                     r"你(?:也|就|都|要|得).{0,10}(?:回|说|用|叫|陪|提醒|催|夸|骂)|"
+                     r"提醒我|叫我|喊我|称呼我|催我|陪我|监督我|记得|别忘了|答应我|说好|约好|约定|拉钩|一言为定|"
+                     r"我保证|我答应你|我发誓|提我|帮我记|"
+                     r"(?i:\b(?:don'?t|do not|never|always|please|pls)\b.{0,20}\b(?:call me|remind me|tell me|ask me|say)\b|"
+                     r"\bcall me\b|\bremind me\b)|"
+                     r"(?:以后|今后|从今).{0,16}(?:都|要|就|一起|不许|别|不要)|(?:我们|咱们).{0,8}(?:每|以后)|"
+                     r"每.{0,10}一起|都.{0,4}一起|"
+                     r"(?:别(?!人)|不要|不许|千万别|不准)(?:再)?.{0,12}?(?:叫|提|说|问|发|追问|用|催|推荐|给我|主动|安慰|喊|"
+                     r"跟我|打扰|聊|讲|开|回)")
+_ADDRESSED = re.compile(r"(?i:me\b)|[你您]|提我|(?:跟|给|陪|回|催|夸|骂|对|叫|喊|提醒|监督|称呼|告诉|问)我|答应|保证|发誓|说好|约好|约定|拉钩|"
+                        r"一言为定|一起|别|不要|不许|不准|千万")
+# an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
+_MARKER = re.compile(r"^(?:那|好|嗯)?(?:我们|咱们)?(?:就|你)?(?:来个)?(?:约好|说好|约定|答应我|拉钩|一言为定|可以答应我|你答应我|"
+                     r"帮我记着|帮我记住|记住了|记一下|记着)"
+                     r"(?:了|啦|哦|啊|吧|嘛|吗|哈|呀|一件事|不许忘|的)*$")
+# a secret said in so many words: the clauses after it are what is kept ("你要保密啊 / 我挂过一科")
+_SECRET_MARKER = re.compile(r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|别说出去|不要说出去|别告诉别人|不要告诉别人|只跟你说|"
+                            r"只告诉你|说个丢人的|跟你说个秘密|说个秘密|我想跟你说个秘密|告诉你个秘密)(?:了|啦|哦|啊|吧|嘛|哈|呀|的)*$")
+_FOOD = re.compile(r"不吃|不能吃|忌口|过敏|不耐受|吃素|素食|回民|清真|戒了|不喝|不碰|吃不了|吃不惯|喝不了|"
+                   r"(?:最|超|特|很|巨|好)?(?:爱|喜欢)(?:吃|喝)|超爱|最爱|讨厌吃|难吃|无辣不欢|我.{0,4}吃不惯|吃不了|不能喝|喝不了|"
+                   r"不沾|碰不得|一吃就|一喝就|乳糖|麸质|不吃辣|怕辣|嗜辣|爱吃甜|不爱吃|不爱喝")
+_KIN = (r"妈|爸|母亲|父亲|父母|老公|老婆|丈夫|妻子|爱人|那位|对象|孩子|儿子|女儿|闺女|哥|姐|弟|妹|爷爷|奶奶|外婆|外公|"
+        r"姥姥|姥爷|舅|姨|叔|姑|婶|嫂|侄|外甥|孙|闺蜜|室友|同事|同学|同桌|老板|上司|领导|组长|经理|师父|师傅|徒弟|"
+        r"实习生|老师|朋友|男朋友|女朋友|前任|邻居|老伴|猫|狗|仓鼠|兔|鹦鹉|乌龟|鱼|宠物|宝宝|大宝|二宝|小宝")
+_NAME = re.compile(r"(?:" + _KIN + r"|我)[^，。]{0,6}?(?:叫|姓|名字是|名字叫|名叫|小名|外号|昵称|网名|英文名|取名|起名)"
+                   r"(?!去|来|我|你|他|她|醒|起|着|了|过|人|住|做|到|回|上|出|声|车|外卖)"
+                   r"|养了|我家(?:的)?(?:猫|狗|仓鼠|兔|鹦鹉|乌龟|鱼)|我家[\u4e00-\u9fff]{1,3}(?:这只|这个|那只)"
+                   r"|(?:只|条|匹)叫|(?:" + _KIN + r")\s*[A-Z][a-z]+|新来了|来了只|领养了|捡了只|收养|"
+                   r"^(?:他|她|它|[\u4e00-\u9fff]{1,3}[长总])叫[\u4e00-\u9fffA-Za-z]{1,4}$|^叫(?!我|你|他|她|外卖)[\u4e00-\u9fff]{1,3}$|"
+                   r"(?:" + _KIN + r")[^，。]{0,2}在[^，。]{1,8}(?:读书|上学|工作|上班|当|做)|今年[一二三四五六七八九十\d]{1,3}岁")
+_FEAR = re.compile(r"怕|恐惧|不敢|秘密|别告诉|不要告诉|没跟.{0,8}说过|没告诉|只跟你说|只告诉你|偷偷|保密|"
+                   r"得过|确诊|查出|患有|[^\s]{1,4}症|抑郁|焦虑|失眠|吃药|欠了|暗恋|喜欢我们|喜欢上|都没说|没敢说|谁都没说|没人知道|"
+                   r"阴影|噩梦|创伤|心结|自卑|障碍|不敢让|瞒着|(?:家里人|" + _KIN + r")[^，。]{0,6}(?:不知道|没发现)")
+_EVENT = re.compile(r"结婚|订婚|离婚|怀孕|怀了|生了|出生|去世|过世|(?:" + _KIN + r"').{0,8}(?:药|病|血压|血糖)|住院|出院|手术|开刀|搬家|搬到|搬去|生日|纪念日|"
+                    r"周年|二胎|三胎|预产期|满月|毕业|高考|中考|退休|入职|辞职|离职|失业|升职|考上|复查|复诊|化疗|"
+                    r"来.{0,6}看我|伴娘|伴郎|婚礼|葬礼|体检|生病|病了|骨折|生宝宝|周岁|乔迁|买房|买车|分手|复合|在一起|求婚|领证|"
+                    r"孩子出生|宝宝出生|去世|忌日|(?:" + _KIN + r")[^，。]{0,6}走了|上幼儿园|上小学|开学")
+_WHEN = re.compile(r"明天|后天|大后天|下周|下星期|下礼拜|下个月|下月|这周[一二三四五六日天末]|周[一二三四五六日天末]|"
+                   r"星期[一二三四五六日天]|礼拜[一二三四五六日天]|\d{1,2}\s*[号日]|\d{1,2}\s*月|[一二三四五六七八九十]{1,3}月|"
+                   r"[一二三四五六七八九十]{1,3}号|五一|十一|国庆|春节|过年|元旦|中秋|端午|清明|寒假|暑假|今晚|今天晚上|"
+                   r"年底|月底|明年|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点")
+_PLAN = re.compile(r"(?:我|我们|咱们)?[^，。]{0,6}(?:要|得|准备|打算|计划|安排)|^改成|^改到|^换成|"
+                   r"(?:去|走|回|飞|见|约|办|上|参加|报到|进修|[一二三终]面|搬)|考试|考研|考公|雅思|托福|四级|六级|面试|体检|出差|旅游|旅行|去.{0,6}玩|聚会|聚餐|复查|复诊|手术|上台|"
+                   r"比赛|答辩|开会|年会|婚礼|拔|看牙|牙医|约了|飞|回家|回老家|搬家|报到|入职|考|演出|演唱会|见家长|相亲|"
+                   r"要去|得去|要回|去看|去医院|去.{1,8}(?:吃|看|参加)|有个.{0,6}会|改成|改到|约.{0,4}吃")
+_SELF = re.compile(r"我(?:是|当|做|干|在)[^，。]{0,10}(?:人|生|员|师|工|家|者|长|手|族|党|粉|迷|控|妈|爸|大夫|会计|"
+                   r"律师|博士|护士|本科|大[一二三四]|高[一二三]|初[一二三]|研[一二三]|回民|主妇|上班|工作|读|上学|实习|"
+                   r"当兵|开店|打工|带|跑外卖|开车|做饭)|"
+                   r"我(?:一般|平时|通常|每天|每晚|每周|天天|常常)|我是(?:做)?(?:前端|后端|运维|产品|销售|设计|财务|客服|HR|hr|学生)|我(?:平时|周末|没事|下班后|每天)?(?:喜欢|爱|常|经常)(?:去|玩|打|看|听|弹|画|跑|游|爬|钓|练|做|拍|写|追|逛)|"
+                   r"入坑|追剧|追星|我(?:的)?专业|我(?:的)?爱好|我(?:的)?工作是|"
+                   r"我.{0,4}(?:住在|住|家在)|老家|家乡|我来自|籍贯|我(?:今年)?.{0,2}[一二三四五六七八九十\d]{1,3}(?:岁|多)(?:了)?|"
+                   r"退休|我在(?:减肥|备孕|戒烟|戒酒|健身|学|考|准备|养)|"
+                   r"我(?:最|超|超级|特别|很|挺|巨|非常)?(?:喜欢|爱|讨厌|不喜欢|受不了|讨厌死)(?!你)|"
+                   r"习惯|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)")
+_HYPOTHETICAL = re.compile(r"如果|要是|假如|万一|说不定|也许|可能|大概|好像|估计|不确定|不一定|会不会|猜|感觉我|我觉得我")
+_CANCEL = re.compile(r"本来|原本|原来打算|算了|取消|推迟|延期|不去了|不请了|不来了|不办了|不买了|不报了|不学了|不考了|还是不了|改天再说|拉倒|泡汤|"
+                     r"黄了|就不.{0,3}了|不用去了|去不了了|没去成")
+_ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上周|上礼拜|今早")
+# a correction of what was just said: the kept clause before it goes ("哦不对 是11月3号")
+_CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了")
+_PAST = re.compile(r"了$|了[^，。]{0,6}$|过$")
+_REPORTED = re.compile(r"^(?:我|他|她)?(?:的)?(?:" + _KIN + r")[^，。]{0,3}(?:说|讲|觉得)|^说|说是")
+_ELABORATION = re.compile(r"^(?:但|但是|不过|而且|就是|完全|真的|还|也|其实|所以|可|可是|虽然|已经)")
+_FILLER = re.compile(r"^(?:哈+|嘿+|嗯+|啊+|哦+|噢+|唉+|哎+|诶+|emm+|对了|对|所以|然后|而且|不过|其实|反正|跟你说|"
+                     r"我跟你说|告诉你|那个|就是)")
+
+
+@dataclass(frozen=True)
+class Kept:
+    kind: str  # the memory type it becomes
+    importance: int
+    rank: int  # lower is more binding: what is kept first when there are more than MAX_CANDIDATES
+
+
+def clauses(text: str) -> list[str]:
+    return [c.strip() for c in _CLAUSE_END.split(text) if len(c.strip()) >= 3]
+
+
+def judge(clause: str, nxt: str = "") -> Kept | None:
+    """Whether one clause of the person's is worth keeping, and as what. `nxt` is the clause after it in
+    the same turn ("…好不好" often follows the request it asks for)."""
+    text = _FILLER.sub("", _QUOTED.sub("X", clause))  # quoted words are named, not said: "别再说“有什么…”"
+    one_off = bool(_ONE_OFF.search(text) and _PAST.search(text))
+    request = bool(_TO_YOU.search(text) and _ADDRESSED.search(text)) and not _MARKER.match(text)
+    asked = bool(_QUESTION_END.search(text) or _QUESTION.search(text))
+    if request and not _WH.search(text) and not (_ONE_OFF.search(text) and not re.search(_ONGOING, text)):
+        kind = "规则" if re.search(r"别|不要|不许|不准|千万|叫我|喊我|称呼我|少", text) else \
+            "约定" if re.search(r"约好|约定|说好|拉钩|一言为定|一起", text) else "承诺"
+        return Kept(kind, 7, 0)
+    if asked or _QUESTION_END.search(nxt) and not _TO_YOU.search(nxt) and len(nxt) <= 4:
+        return None
+    if _HYPOTHETICAL.search(text) or _REPORTED.search(text) or _MARKER.match(text) or _SECRET_MARKER.match(text):
+        return None
+    if _FEAR.search(text) and (re.search(r"我|这事|这件事", text) or re.search(r"吃药|确诊|不知道|没发现", text)):
+        return Kept("感受", 7, 1)
+    if _EVENT.search(text) and not _CANCEL.search(text) and \
+            not (one_off and not re.search(r"纪念日|生日|周年|去世|过世|怀孕|查出|确诊|结婚|搬", text)):
+        return Kept("事件", 6, 2)
+    if _FOOD.search(text) and not one_off:
+        return Kept("偏好", 7 if re.search(r"过敏|不耐受|回民|清真|吃素", text) else 5, 3)
+    if _NAME.search(text) and not one_off:
+        return Kept("关系", 6, 4)
+    if _WHEN.search(text) and _PLAN.search(text) and not _CANCEL.search(text):
+        return Kept("事件", 6, 5)
+    if _SELF.search(text) and not one_off:
+        return Kept("偏好", 5, 6)
+    return None
+
+
+def _marked(parts: list[str], i: int, marker: re.Pattern[str]) -> bool:
+    """Whether the clause beside this one says it is an agreement ("说好了") or a secret ("你要保密啊")."""
+    return any(0 <= j < len(parts) and marker.match(_FILLER.sub("", parts[j])) for j in (i - 1, i + 1))
+
+
+def candidates(person_turns: list[tuple[int, str]]) -> list[tuple[Kept, str, int]]:
+    """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
+    binding first, at most MAX_CANDIDATES. A plan called off later in the snippet goes with its cancel, a
+    fact corrected later goes with its correction."""
+    found: list[tuple[Kept, str, int]] = []
+    seen: set[str] = set()
+    secret_from = -1  # after "你要保密啊", the next turn's clauses are told in confidence
+    changed_at = -10  # the turn of the last cancel or correction
+    for n, text in person_turns:
+        parts = clauses(text)
+        for i, clause in enumerate(parts):
+            if _CORRECTION.search(clause):
+                found, changed_at = [f for f in found if f[2] < n - 2 or f[0].rank == 0], n
+            if _CANCEL.search(clause) and not _TO_YOU.search(clause):
+                # the plan before it, in this turn or the person's turn before, is off
+                found, changed_at = [f for f in found if not (f[0].rank in (2, 5) and f[2] >= n - 2)], n
+                continue
+            if _SECRET_MARKER.match(_FILLER.sub("", clause)):
+                secret_from = n
+                continue
+            kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "")
+            if kept is None and _marked(parts, i, _MARKER) and not _QUESTION.search(clause) and len(clause) >= 5:
+                kept = Kept("约定", 7, 0)
+            if kept is None and 0 <= secret_from >= n - 2 and not _QUESTION.search(clause) and len(clause) >= 3:
+                kept = Kept("感受", 7, 1)
+            if kept is None and changed_at >= n - 2 and re.match(r"改成|改到|换成|改去", clause):
+                kept = Kept("事件", 6, 5)  # what replaces a plan just called off or corrected
+            if kept is not None and _ELABORATION.match(clause) and any(f[2] == n and f[0].rank == kept.rank
+                                                                        for f in found):
+                continue  # more about what this turn already said ("但真的吃不惯那个味")
+            if kept is not None and clause not in seen:
+                seen.add(clause)
+                found.append((kept, clause, n))
+    found.sort(key=lambda f: (f[0].rank, -f[2]))
+    return found[:MAX_CANDIDATES]
