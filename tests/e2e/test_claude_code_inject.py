@@ -17,20 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.claude import ClaudeCode, cli_path
+from tests.e2e.claude import ClaudeCode
 from tests.fake_anthropic import FakeAnthropic, Reply
 from tests.servers import Server, free_port
 
 pytestmark = pytest.mark.e2e
 BLOCK_HEAD = "ombre · 本轮记忆"
-
-
-@pytest.fixture(scope="module")
-def cli() -> Path:
-    path = cli_path()
-    if path is None:
-        pytest.skip("Claude Code CLI not installed (run .ci/run once, or set OMBRE_CLAUDE_CLI)")
-    return path
 
 
 def _main_requests(fake: FakeAnthropic) -> list[dict]:

@@ -17,19 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.claude import ClaudeCode, cli_path
+from tests.e2e.claude import ClaudeCode
 from tests.fake_anthropic import FakeAnthropic, Reply
 from tests.transcript_gen import SessionBuilder
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def cli() -> Path:
-    path = cli_path()
-    if path is None:
-        pytest.skip("Claude Code CLI not installed (run .ci/run once, or set OMBRE_CLAUDE_CLI)")
-    return path
 
 
 def _setup(tmp_path: Path, fake: FakeAnthropic, cli: Path, **env: str):

@@ -7,7 +7,6 @@ rewrite it with forge and diet, resume the new session id, and read what Claude 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,21 +19,11 @@ from ombre.window.diet import DietOptions, run as run_diet
 from ombre.window.forge import ForgeOptions, run as run_forge
 from ombre.window.select import Selector
 from tests.conftest import sha256
-from tests.e2e.claude import ClaudeCode, cli_path
+from tests.e2e.claude import ClaudeCode
 from tests.fake_anthropic import FakeAnthropic, Reply
 
 pytestmark = pytest.mark.e2e
 COMPACT_MARK = "Respond with TEXT ONLY"  # Claude Code's summarisation request
-
-
-@pytest.fixture(scope="module")
-def cli() -> Path:
-    path = cli_path()
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Claude Code CLI not installed: .ci/run installs it into .cache/claude-code")
-        pytest.skip("Claude Code CLI not installed (run .ci/run once, or set OMBRE_CLAUDE_CLI)")
-    return path
 
 
 def _turns() -> list[tuple[str, list[Reply]]]:
