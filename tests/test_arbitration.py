@@ -143,6 +143,9 @@ def test_a_conflict_mark_is_cleared_when_its_other_side_is_overwritten(rules):
     assert rules.store.get(other).conflicts == [] and rules.store.get(replaced).conflicts == []
     cleared = [t for t in rules.history(other)["trace"] if t["action"] == "conflict cleared"]
     assert cleared and cleared[0]["other"] == replaced and "覆盖" in cleared[0]["reason"]
+    assert rules.store.get(other).superseded_by == eleven.id  # the change of mind settles both sides
+    assert [c.content for c in rules.breath(BreathRequest("几点睡觉"), touch=False).cards
+            if "睡" in c.content] == ["以后都改成每天晚上十一点前睡觉"]
     set_by = [t for t in rules.history(ten.id)["trace"] if t["action"] == "contradicted by"]
     assert set_by and "十点" in set_by[0]["reason"]  # why it was set stays readable
 

@@ -86,7 +86,15 @@ def link(store: MemoryStore, verdict: Verdict, new: Memory, now: dt.datetime) ->
         old.superseded_by = new.id
         old.trace.append({**entry, "action": "overwritten by" if verdict.action == "overwrite" else "merged into",
                           "other": new.id})
+        disputed = list(old.conflicts) if verdict.action == "overwrite" else []
         clear_conflicts(store, old, f"被 {new.id} {'覆盖' if verdict.action == 'overwrite' else '合并'}", now)
+        # a change of mind settles the dispute: what the old one contradicted is replaced by the new one too
+        for other in store.get_many(disputed).values():
+            if other.current and other.id != new.id:
+                other.superseded_by = new.id
+                other.trace.append({**entry, "action": "overwritten by", "other": new.id,
+                                    "reason": f"与 {old.id} 的矛盾由改口解决：{verdict.reason}"})
+                store.update(other)
     elif verdict.action == "coexist":
         old.situation = old.situation or verdict.old_situation or "其他情境"
         old.trace.append({**entry, "action": "coexists with", "other": new.id})
