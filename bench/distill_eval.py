@@ -3,7 +3,10 @@ and test; the rules are tuned on dev only and test is reported. With --backend a
 snippets go through that model backend, talking to a fake server that speaks the vendor's wire format and
 answers each snippet's labelled items — a proof of the plumbing (prompt, JSON, quote check), not of a model.
 
-    python bench/distill_eval.py [--errors dev] [--backend rules|anthropic|openai]
+With --examples the rules run with the labelled examples' vote (write/distill_rules.py: the USE encoder,
+examples from src/ombre/write/distill_examples.jsonl); --export rewrites that file from the dev split.
+
+    python bench/distill_eval.py [--errors dev] [--backend rules|anthropic|openai] [--examples] [--export]
 """
 from __future__ import annotations
 
@@ -17,9 +20,31 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ombre.settings import Settings  # noqa: E402
+from ombre.write import distill_rules  # noqa: E402
 from ombre.write.async_distill import model_candidates, rules_candidates  # noqa: E402
 from ombre.write.llm import from_settings  # noqa: E402
-from tests.distill_score import by_category, load, score  # noqa: E402
+from tests.distill_score import _match, by_category, load, score  # noqa: E402
+
+KINDS = {"promise_asked": "承诺", "standing_rule": "规则", "food_allergy": "偏好", "names": "关系",
+         "fear_secret": "感受", "family_event": "事件", "plan_event": "事件", "preference_fact": "偏好"}
+
+
+def export(cases, path: Path) -> int:
+    """Every clause of the dev split's person turns, labelled keep or not, with the kind its snippet's
+    category names (the examples the rules' vote reads)."""
+    rows, seen = [], set()
+    for c in cases:
+        for t in c.turns:
+            if t.who != "person":
+                continue
+            for clause in distill_rules.clauses(t.text):
+                if clause in seen:
+                    continue
+                seen.add(clause)
+                keep = any(_match(clause, e) for e in c.expect)
+                rows.append({"text": clause, "keep": keep, "kind": KINDS.get(c.category, "") if keep else ""})
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return len(rows)
 
 
 def _line(name: str, s) -> str:
@@ -60,9 +85,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--errors", choices=["dev"], help="list what the rules store wrongly and miss on dev")
     ap.add_argument("--backend", default="rules", choices=["rules", "anthropic", "openai"])
+    ap.add_argument("--examples", action="store_true", help="the rules with the labelled examples' vote (USE)")
+    ap.add_argument("--export", action="store_true", help="rewrite the examples file from the dev split")
     args = ap.parse_args()
     cases = load()
+    if args.export:
+        n = export([c for c in cases if c.split == "dev"], distill_rules.EXAMPLES)
+        print(f"wrote {n} example clauses to {distill_rules.EXAMPLES}")
     extract, fake = rules_candidates, None
+    if args.examples:
+        from ombre.memory.embed import USEEmbedder
+
+        examples = distill_rules.Examples(USEEmbedder())
+        extract = lambda turns: rules_candidates(turns, examples)  # noqa: E731
     if args.backend != "rules":
         extract, fake = oracle_backend(args.backend, cases)
     dev, test = [c for c in cases if c.split == "dev"], [c for c in cases if c.split == "test"]

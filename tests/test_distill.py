@@ -247,3 +247,19 @@ def test_distill_commands(setup, tmp_path):
     config = subprocess.run([sys.executable, "-m", "ombre.cli", "config", "--json"], env=env, capture_output=True,
                             text=True, timeout=120)
     assert json.loads(config.stdout)["llm_today"]["daily_tokens"] == 300_000
+
+
+def test_the_examples_vote_keeps_what_the_cues_miss_and_never_a_question(tmp_path):
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    rows = [{"text": t, "keep": True, "kind": "偏好"} for t in
+            ("学的是会计", "读的是计算机", "专业是法学", "我学护理的", "念的是土木", "读的英语专业", "学的临床医学")]
+    rows += [{"text": t, "keep": False, "kind": ""} for t in
+             ("今天好热", "困死了", "哈哈哈哈", "吃饭了没", "下雨了", "好无聊啊", "刚到家")]
+    path = tmp_path / "examples.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    examples = distill_rules.Examples(USEEmbedder(), path)
+    turns = [Turn("person", "读的材料", "u0"), Turn("person", "今天好闷热", "u1"), Turn("person", "你读的什么专业？", "u2")]
+    assert rules_candidates(turns) == []  # the cues alone know none of them
+    assert [c.quote for c in rules_candidates(turns, examples)] == ["读的材料"]

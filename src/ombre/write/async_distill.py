@@ -73,11 +73,11 @@ class DistillResult:
         return asdict(self)
 
 
-def rules_candidates(turns: list[Turn]) -> list[Candidate]:
+def rules_candidates(turns: list[Turn], examples: distill_rules.Examples | None = None) -> list[Candidate]:
     """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed."""
     person = [(n, t.text) for n, t in enumerate(turns) if t.who == "person"]
     return [Candidate(kept.kind, clause, clause, kept.importance, turns[n].uuid, turns[n].when)
-            for kept, clause, n in distill_rules.candidates(person)]
+            for kept, clause, n in distill_rules.candidates(person, examples)]
 
 
 def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
@@ -111,6 +111,7 @@ def read_turns(path: Path) -> tuple[str, list[Turn]]:
 class Distiller:
     def __init__(self, settings: Settings, service: MemoryService, model: JsonModel | None = None) -> None:
         self.settings, self.service, self.model = settings, service, model
+        self._examples: distill_rules.Examples | None = None
 
     def _cursor_key(self, sid: str) -> str:
         return f"distill:cursor:{sid}"
@@ -153,11 +154,11 @@ class Distiller:
             return self._log(result)
         advance, fallback = True, ""
         try:
-            candidates = (model_candidates(self.model, new) if self.model is not None else rules_candidates(new))
+            candidates = model_candidates(self.model, new) if self.model is not None else self._rules(new)
         except OverBudget as exc:  # by design, not a failure: the rules answer and the cursor moves on
-            candidates, fallback = rules_candidates(new), f"rules answered: {exc}"
+            candidates, fallback = self._rules(new), f"rules answered: {exc}"
         except ModelError as exc:  # the rules answer now, and the cursor stays so the model reads these again
-            candidates, fallback, advance = rules_candidates(new), f"model failed, rules answered: {exc}", False
+            candidates, fallback, advance = self._rules(new), f"model failed, rules answered: {exc}", False
         result.ran, result.reason = True, "forced" if force and not due else due
         result.fallback = fallback
         result.candidates = [asdict(c) for c in candidates]
@@ -174,6 +175,15 @@ class Distiller:
             self._save_cursor(sid, new[-1])
             result.cursor = new[-1].uuid
         return self._log(result)
+
+    def _rules(self, turns: list[Turn]) -> list[Candidate]:
+        """The rules, with the labelled examples' vote when the fast encoder is at hand."""
+        if self._examples is None and "use" in self.service.encoders and distill_rules.EXAMPLES.exists():
+            self._examples = distill_rules.Examples(self.service.encoders["use"])
+        try:
+            return rules_candidates(turns, self._examples)
+        except Exception:  # noqa: BLE001 — an encoder that fails leaves the cue lists to answer alone
+            return rules_candidates(turns)
 
     def _due(self, person: list[Turn], now: dt.datetime) -> str:
         if len(person) >= TURNS_TRIGGER:

@@ -14,11 +14,27 @@ Never kept: questions (unless a standing request), cancelled plans (算了 / 取
 before it goes too), guesses and hypotheticals (如果 / 可能 / 说不定 …), one-off things of today or
 yesterday, what others said, and anything the assistant said (only the person's turns are read).
 The cues are general Chinese phrasings, chosen on the dev split of bench/distill_eval.py.
+
+Cue lists miss what they do not name ("我是前端", "读的材料 研二"). When the fast sentence encoder (USE)
+is at hand, each clause is also compared with the labelled example clauses of the dev split
+(distill_examples.jsonl, written by `bench/distill_eval.py --export`): a clause the cues pass over is kept
+when its nearest examples are mostly worth keeping, and a clause the cues keep is dropped when its nearest
+examples are almost all chit-chat. Hard negatives (questions, cancels, guesses, markers) stay dropped.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..memory.embed import Embedder
+
+EXAMPLES = Path(__file__).with_name("distill_examples.jsonl")
+NEIGHBOURS = 7
+ADD_FROM, DROP_BELOW = 0.7, 0.0  # share of the nearest examples worth keeping (similarity-weighted)
 
 MAX_CANDIDATES = 3
 
@@ -150,10 +166,57 @@ def _marked(parts: list[str], i: int, marker: re.Pattern[str]) -> bool:
     return any(0 <= j < len(parts) and marker.match(_FILLER.sub("", parts[j])) for j in (i - 1, i + 1))
 
 
-def candidates(person_turns: list[tuple[int, str]]) -> list[tuple[Kept, str, int]]:
+class Examples:
+    """The dev split's labelled clauses, embedded once by the given encoder, as a nearest-neighbour vote."""
+
+    def __init__(self, encoder: "Embedder", path: Path = EXAMPLES) -> None:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        self.encoder = encoder
+        self.kinds = [r.get("kind") or "" for r in rows]
+        self.keep = [bool(r["keep"]) for r in rows]
+        self._texts = [r["text"] for r in rows]
+        self._matrix = None
+
+    def vote(self, texts: list[str]) -> list[tuple[float, str]]:
+        """Per text: the similarity-weighted share of its nearest examples worth keeping, and the kind of
+        the nearest one that is."""
+        import numpy as np
+
+        if not texts:
+            return []
+        if self._matrix is None:
+            self._matrix = self.encoder.passages(self._texts)
+        sims = self.encoder.passages(texts) @ self._matrix.T
+        keep = np.array(self.keep, dtype=float)
+        out = []
+        for row in sims:
+            near = np.argsort(-row)[:NEIGHBOURS]
+            weights = np.clip(row[near], 1e-6, None)
+            share = float((weights * keep[near]).sum() / weights.sum())
+            kind = next((self.kinds[i] for i in near if self.keep[i] and self.kinds[i]), "事件")
+            out.append((share, kind))
+        return out
+
+
+_KIND_RANK = {"承诺": 0, "约定": 0, "规则": 0, "感受": 1, "事件": 2, "偏好": 3, "关系": 4}
+
+
+def _hard_negative(clause: str) -> bool:
+    text = _FILLER.sub("", _QUOTED.sub("X", clause))
+    return bool(_QUESTION_END.search(text) or _QUESTION.search(text) and not _TO_YOU.search(text)
+                or _HYPOTHETICAL.search(text) or _CANCEL.search(text) or _CORRECTION.search(text)
+                or _MARKER.match(text) or _SECRET_MARKER.match(text) or _REPORTED.search(text))
+
+
+def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = None) -> list[tuple[Kept, str, int]]:
     """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
     binding first, at most MAX_CANDIDATES. A plan called off later in the snippet goes with its cancel, a
-    fact corrected later goes with its correction."""
+    fact corrected later goes with its correction. With `examples`, the nearest labelled clauses have a
+    say (see the module's doc)."""
+    votes: dict[str, tuple[float, str]] = {}
+    if examples is not None:
+        every = list(dict.fromkeys(c for _, text in person_turns for c in clauses(text)))
+        votes = dict(zip(every, examples.vote(every)))
     found: list[tuple[Kept, str, int]] = []
     seen: set[str] = set()
     secret_from = -1  # after "你要保密啊", the next turn's clauses are told in confidence
@@ -177,6 +240,12 @@ def candidates(person_turns: list[tuple[int, str]]) -> list[tuple[Kept, str, int
                 kept = Kept("感受", 7, 1)
             if kept is None and changed_at >= n - 2 and re.match(r"改成|改到|换成|改去", clause):
                 kept = Kept("事件", 6, 5)  # what replaces a plan just called off or corrected
+            if clause in votes:
+                share, kind = votes[clause]
+                if kept is not None and share < DROP_BELOW and kept.rank > 0:
+                    kept = None
+                elif kept is None and share >= ADD_FROM and not _hard_negative(clause):
+                    kept = Kept(kind, 6, _KIND_RANK.get(kind, 6))
             if kept is not None and _ELABORATION.match(clause) and any(f[2] == n and f[0].rank == kept.rank
                                                                         for f in found):
                 continue  # more about what this turn already said ("但真的吃不惯那个味")
