@@ -394,3 +394,25 @@ def test_a_large_store_searches_by_its_rare_terms(tmp_path):
     assert [mid for mid, _ in store.keyword_search(["今天", "吉他"], 10)] == ["guitar"]  # 今天 is in every memory
     assert len(store.keyword_search(["今天"], 50)) == 31  # nothing rare: the commonest terms still search
     store.close()
+
+
+def test_processes_opening_a_new_store_at_once_each_migrate_it_once(tmp_path):
+    """Issue #16: `ombre serve` and `ombre hold` opening a brand-new store together failed with "duplicate
+    column name"; migrations now run one transaction each under the write lock."""
+    import subprocess
+    import sys
+
+    import time
+
+    # each process imports first, then waits for the same moment to open: the imports would stagger them
+    script = ("import sys, time; from pathlib import Path; from ombre.memory.sqlite_store import SQLiteStore; "
+              "time.sleep(max(0.0, float(sys.argv[2]) - time.time())); SQLiteStore(Path(sys.argv[1])).close()")
+    for round_ in range(3):
+        path = tmp_path / f"new-{round_}.db"
+        start = str(time.time() + 3.0)
+        procs = [subprocess.Popen([sys.executable, "-c", script, str(path), start], stderr=subprocess.PIPE,
+                                  text=True) for _ in range(6)]
+        errors = [p.communicate(timeout=60)[1] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 6, errors
+        names = [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM _migrations")]
+        assert len(names) == len(set(names)) and names[-1] == "m011_earlier_quotes"

@@ -136,14 +136,25 @@ def m011_earlier_quotes(db: sqlite3.Connection) -> None:
 
 
 def apply(db: sqlite3.Connection) -> list[str]:
+    """Apply the steps not yet recorded. Each step is one transaction taken with the write lock at once
+    (BEGIN IMMEDIATE; the connection is in autocommit mode) and checks again under that lock whether another
+    process applied it meanwhile, so two processes opening a new store together (`ombre serve` and
+    `ombre hold`) neither fail nor apply a step twice."""
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
     applied = []
     for step in MIGRATIONS:
         if step.__name__ in done:
             continue
-        with db:
-            step(db)
-            db.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", (step.__name__,))
-        applied.append(step.__name__)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (step.__name__,)).fetchone() is None:
+                step(db)
+                db.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", (step.__name__,))
+                applied.append(step.__name__)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
     return applied
