@@ -128,6 +128,21 @@ def test_live_session_with_half_written_last_line_is_refused(tmp_path):
     assert sorted(path.parent.iterdir()) == before
 
 
+def test_a_half_written_line_left_by_a_crash_long_ago_is_left_out_with_a_warning(tmp_path):
+    b = companion_session(random.Random(6), turns=3)
+    path = _write(tmp_path, b)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"parentUuid":"x","type":"assistant","message":{"content":[{"type":"te')
+    original = path.read_bytes()
+    old = time.time() - 11 * 60
+    os.utime(path, (old, old))
+    result = run_forge(path, ForgeOptions())
+    assert any("half written" in w and "crash" in w for w in result.warnings), result.warnings
+    assert path.read_bytes() == original  # the original keeps its line
+    new = path.with_name(f"{result.new_session}.jsonl").read_text(encoding="utf-8")
+    assert '"parentUuid":"x"' not in new and new.endswith("\n")
+
+
 def test_turn_in_flight_in_a_fresh_file_is_refused(tmp_path):
     b = companion_session(random.Random(7), turns=3)
     b.say("你在吗？")  # no reply yet, and the file was written just now

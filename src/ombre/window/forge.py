@@ -26,6 +26,9 @@ from .verify import Expectation, verify_session
 
 HANDOFF_HEADER = "【会话交接 · 由 ombre 在换窗时放入，不是对方说的话】"
 LIVE_SECONDS = 60  # a file touched this recently with a turn still open is a live session
+# A half-written last line in a file nobody has touched for this long is what a crash left behind, not a
+# reply being written: it is left out with a warning instead of blocking diet, forge and the tunnel forever.
+STALE_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
             return (obj if stats.changed else None), stats
 
     with scan(path, rewrite) as transcript:
-        _refuse_live(transcript)
+        remnant = _refuse_live(transcript)
         events = transcript.events
         whole = _complete_pairs(events)
         complete, dropped = _complete_prefix(transcript, events, whole)
@@ -118,6 +121,7 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
         lines = _kept_lines(transcript, kept_events)
         overhead = _system_overhead(transcript, events)
         result = _summarize(transcript, options, new_sid, selection, kept_events, lines, overhead, dropped)
+        result.warnings += remnant
         if options.dry_run:
             return result
         final = path.with_name(f"{new_sid}.jsonl")
@@ -131,14 +135,20 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
         return result
 
 
-def _refuse_live(t: Transcript) -> None:
+def _refuse_live(t: Transcript) -> list[str]:
+    """Refuse a session being written right now; return the warning for a crash's half line, if any."""
     if Fingerprint.of(t.path) != t.fingerprint:
         raise LiveSessionError("the session file is being written right now", path=t.path,
                                hint="wait until the conversation is idle (no reply in progress) and run again")
     if t.bad_lines and t.bad_lines[-1].error.startswith("incomplete last line"):
-        raise LiveSessionError("the last line is only half written: a live session is writing this file",
-                               path=t.path, line=t.bad_lines[-1].lineno,
-                               hint="wait until the reply is finished and run again")
+        idle = time.time() - t.fingerprint.mtime_ns / 1e9
+        if idle < STALE_SECONDS:
+            raise LiveSessionError("the last line is only half written: a live session is writing this file",
+                                   path=t.path, line=t.bad_lines[-1].lineno,
+                                   hint="wait until the reply is finished and run again")
+        return [f"line {t.bad_lines[-1].lineno} is only half written and the file has not changed for "
+                f"{idle / 60:.0f} minutes: a crash left it, so it is left out (the original keeps it)"]
+    return []
 
 
 def _open_turn(events: list[Entry]) -> bool:
