@@ -17,6 +17,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 
+from .. import wire
 from ..memory import anniversary
 from ..memory.breath import BreathRequest, Card, to_card
 from ..memory.model import HANDOFF_TYPE, SHANGHAI, Memory, iso, now_utc
@@ -138,6 +139,7 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
     `received` (time.monotonic()) is when the request arrived; its budgets count from there."""
     received = time.monotonic() if received is None else received
     now = now or now_utc()
+    wire.check([req.prompt, req.context, req.session_id], "the inject request")
     prompt = (req.prompt or "").strip()
     if not prompt or is_command(prompt) or req.max_cards < 1 or req.max_tokens < 50:
         return Block()

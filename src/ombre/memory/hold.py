@@ -7,6 +7,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
 
+from .. import wire
 from ..errors import MemoryInputError
 from . import arbitration, scarcity, write_gate
 from .arbitration import Verdict
@@ -57,6 +58,7 @@ class HoldResult:
 
 
 def validate(req: HoldRequest, *, max_chars: int, types: tuple[str, ...]) -> None:
+    wire.check(asdict(req), "the hold request")
     content = (req.content or "").strip()
     if not content:
         raise MemoryInputError("content is empty", hint="hold needs the text to remember")

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Mapping
 
+from .. import wire
 from ..errors import MemoryInputError
 from ..files import replace_atomic
 from ..settings import Settings
@@ -94,6 +95,7 @@ class MemoryService:
 
     def breath(self, req: BreathRequest, now: dt.datetime | None = None, touch: bool = True,
                deadline: float | None = None) -> BreathResult:
+        wire.check([req.query, req.context, req.valence, req.arousal], "the breath request")
         result = breath(self.store, req, encoders=self.encoders, now=now, touch=touch, deadline=deadline)
         result.degraded += list(self.encoder_errors.values())
         return result

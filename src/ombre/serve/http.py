@@ -16,6 +16,7 @@ from ..inject.cards import InjectRequest, SessionStartRequest, session_block, tu
 from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest
 from ..memory.service import MemoryService
+from ..wire import body_problem
 from .mcp import build_mcp
 
 
@@ -37,6 +38,18 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
             if not hmac.compare_digest(sent, f"Bearer {token}"):
                 return JSONResponse({"error": "unauthorized", "message": "missing or wrong bearer token",
                                      "hint": "send Authorization: Bearer <OMBRE_TOKEN>"}, status_code=401)
+        return await call_next(request)
+
+    @app.middleware("http")
+    async def checked_body(request: Request, call_next):
+        # before FastAPI parses it: its own 422 echoes the input, and an echo of a lone surrogate or NaN
+        # cannot be encoded, which turned the sender's mistake into a 500
+        if request.method == "POST" and request.url.path.startswith("/v1/"):
+            problem = body_problem(await request.body())
+            if problem:
+                status = 413 if problem.startswith("the body is") else 422
+                return JSONResponse({"error": "MemoryInputError", "message": problem,
+                                     "hint": "send a JSON object of UTF-8 text and finite numbers"}, status_code=status)
         return await call_next(request)
 
     @app.exception_handler(OmbreError)
