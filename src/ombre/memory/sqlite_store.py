@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,14 +69,28 @@ def _values(m: Memory) -> tuple:
             json.dumps(m.evidence.earlier, ensure_ascii=False))
 
 
+def _wal(db: sqlite3.Connection, wait_s: float = 10.0) -> None:
+    """Switch to WAL. The switch needs the database to itself and SQLite does not wait for it as it waits
+    for locks otherwise, so a process opening a new store while another creates it tries again."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class SQLiteStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=10000")
+            _wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             migrations.apply(self._db)
         except sqlite3.Error as exc:
