@@ -18,8 +18,8 @@ The cues are general Chinese phrasings, chosen on the dev split of bench/distill
 Cue lists miss what they do not name ("我是前端", "读的材料 研二"). When the fast sentence encoder (USE)
 is at hand, each clause is also compared with the labelled example clauses of the dev split
 (distill_examples.jsonl, written by `bench/distill_eval.py --export`): a clause the cues pass over is kept
-when its nearest examples are mostly worth keeping, and a clause the cues keep is dropped when its nearest
-examples are almost all chit-chat. Hard negatives (questions, cancels, guesses, markers) stay dropped.
+when its nearest examples are mostly worth keeping. Hard negatives (questions, cancels, guesses, markers)
+stay dropped.
 """
 from __future__ import annotations
 
@@ -34,7 +34,10 @@ if TYPE_CHECKING:
 
 EXAMPLES = Path(__file__).with_name("distill_examples.jsonl")
 NEIGHBOURS = 7
-ADD_FROM, DROP_BELOW = 0.7, 0.0  # share of the nearest examples worth keeping (similarity-weighted)
+# A clause the cues pass over is kept when this share of its nearest examples (similarity-weighted) is worth
+# keeping. Chosen on the dev halves of the two sets written last (C, D), which neither the cues nor the
+# examples had seen: cues alone 0.73 / 0.57 precision / recall there; with the vote from 0.5: 0.69 / 0.84.
+ADD_FROM = 0.5
 
 MAX_CANDIDATES = 3
 
@@ -56,7 +59,7 @@ _TO_YOU = re.compile(_ONGOING + r".{0,24}(?:你|提醒|叫我|喊我|陪|跟我|
                      r"提醒我|叫我|喊我|称呼我|催我|陪我|监督我|记得|别忘了|答应我|说好|约好|约定|拉钩|一言为定|"
                      r"我保证|我答应你|我发誓|提我|帮我记|"
                      r"(?i:\b(?:don'?t|do not|never|always|please|pls)\b.{0,20}\b(?:call me|remind me|tell me|ask me|say)\b|"
-                     r"\bcall me\b|\bremind me\b)|"
+                     r"\bcall me\b|\bremind me\b|\bpromise me\b|\bdon'?t (?:bring up|mention|ask)\b)|"
                      r"(?:以后|今后|从今).{0,16}(?:都|要|就|一起|不许|别|不要)|(?:我们|咱们).{0,8}(?:每|以后)|"
                      r"每.{0,10}一起|都.{0,4}一起|"
                      r"(?:别(?!人)|不要|不许|千万别|不准)(?:再)?.{0,12}?(?:叫|提|说|问|发|追问|用|催|推荐|给我|主动|安慰|喊|"
@@ -64,9 +67,21 @@ _TO_YOU = re.compile(_ONGOING + r".{0,24}(?:你|提醒|叫我|喊我|陪|跟我|
 _ADDRESSED = re.compile(r"(?i:me\b)|[你您]|提我|(?:跟|给|陪|回|催|夸|骂|对|叫|喊|提醒|监督|称呼|告诉|问)我|答应|保证|发誓|说好|约好|约定|拉钩|"
                         r"一言为定|一起|别|不要|不许|不准|千万")
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
-_MARKER = re.compile(r"^(?:那|好|嗯)?(?:我们|咱们)?(?:就|你)?(?:来个)?(?:约好|说好|约定|答应我|拉钩|一言为定|可以答应我|你答应我|"
-                     r"帮我记着|帮我记住|记住了|记一下|记着)"
-                     r"(?:了|啦|哦|啊|吧|嘛|吗|哈|呀|一件事|不许忘|的)*$")
+_MARKER_WORDS = re.compile(r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着")
+_MARKER_REST = re.compile(r"我想让你|你能不能|能不能|可以|你要|你得|你|亲爱的|宝贝?|我们|咱们|那|好不好|好吗|行不行|来个|就|"
+                          r"一个事儿?|[一两二三]件事|事儿?|不许忘|了|啦|哦|啊|吧|嘛|吗|哈|呀|的|嗯|好|\s")
+
+
+class _Marker:
+    """An agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…",
+    "你能不能答应我一件事 / …"): the marker words and nothing else but address and particles."""
+
+    @staticmethod
+    def match(text: str) -> bool:
+        return bool(_MARKER_WORDS.search(text)) and not _MARKER_REST.sub("", _MARKER_WORDS.sub("", text))
+
+
+_MARKER = _Marker()
 # a secret said in so many words: the clauses after it are what is kept ("你要保密啊 / 我挂过一科")
 _SECRET_MARKER = re.compile(r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|别说出去|不要说出去|别告诉别人|不要告诉别人|只跟你说|"
                             r"只告诉你|说个丢人的|跟你说个秘密|说个秘密|我想跟你说个秘密|告诉你个秘密)(?:了|啦|哦|啊|吧|嘛|哈|呀|的)*$")
@@ -79,17 +94,20 @@ _KIN = (r"妈|爸|母亲|父亲|父母|老公|老婆|丈夫|妻子|爱人|那位
 _NAME = re.compile(r"(?:" + _KIN + r"|我)[^，。]{0,6}?(?:叫|姓|名字是|名字叫|名叫|小名|外号|昵称|网名|英文名|取名|起名)"
                    r"(?!去|来|我|你|他|她|醒|起|着|了|过|人|住|做|到|回|上|出|声|车|外卖)"
                    r"|养了|我家(?:的)?(?:猫|狗|仓鼠|兔|鹦鹉|乌龟|鱼)|我家[\u4e00-\u9fff]{1,3}(?:这只|这个|那只)"
-                   r"|(?:只|条|匹)叫|(?:" + _KIN + r")\s*[A-Z][a-z]+|新来了|来了只|领养了|捡了只|收养|"
+                   r"|(?:只|条|匹)叫|(?:大名|小名|大的|小的|老大|老二|老三|老幺)(?:叫|是)|(?:" + _KIN + r")\s*[A-Z][a-z]+|新来了|来了只|领养了|捡了只|收养|"
                    r"^(?:他|她|它|[\u4e00-\u9fff]{1,3}[长总])叫[\u4e00-\u9fffA-Za-z]{1,4}$|^叫(?!我|你|他|她|外卖)[\u4e00-\u9fff]{1,3}$|"
                    r"(?:" + _KIN + r")[^，。]{0,2}在[^，。]{1,8}(?:读书|上学|工作|上班|当|做)|今年[一二三四五六七八九十\d]{1,3}岁")
 _FEAR = re.compile(r"怕|恐惧|不敢|秘密|别告诉|不要告诉|没跟.{0,8}说过|没告诉|只跟你说|只告诉你|偷偷|保密|"
                    r"得过|确诊|查出|患有|[^\s]{1,4}症|抑郁|焦虑|失眠|吃药|欠了|暗恋|喜欢我们|喜欢上|都没说|没敢说|谁都没说|没人知道|"
-                   r"阴影|噩梦|创伤|心结|自卑|障碍|不敢让|瞒着|(?:家里人|" + _KIN + r")[^，。]{0,6}(?:不知道|没发现)")
-_EVENT = re.compile(r"结婚|订婚|离婚|怀孕|怀了|生了|出生|去世|过世|(?:" + _KIN + r"').{0,8}(?:药|病|血压|血糖)|住院|出院|手术|开刀|搬家|搬到|搬去|生日|纪念日|"
+                   r"阴影|噩梦|创伤|心结|自卑|障碍|都不晓得|谁都没告诉|没告诉过|还没告诉|恐高|"
+                   r"我有[^，。]{0,6}(?:病|炎|压|症|喘|突出)|高血压|糖尿病|心脏病|哮喘|胃病|腰椎|颈椎|痛风|不敢让|瞒着|(?:家里人|" + _KIN + r")[^，。]{0,6}(?:不知道|没发现)")
+_EVENT = re.compile(r"结婚|订婚|离婚|怀孕|怀了|生了|出生|去世|过世|(?:" + _KIN + r").{0,8}(?:药|病|血压|血糖)|住院|出院|"
+                    r"手术|开刀|搬家|搬到|搬去|生日|纪念日|"
                     r"周年|二胎|三胎|预产期|满月|毕业|高考|中考|退休|入职|辞职|离职|失业|升职|考上|复查|复诊|化疗|"
                     r"来.{0,6}看我|伴娘|伴郎|婚礼|葬礼|体检|生病|病了|骨折|生宝宝|周岁|乔迁|买房|买车|分手|复合|在一起|求婚|领证|"
-                    r"孩子出生|宝宝出生|去世|忌日|(?:" + _KIN + r")[^，。]{0,6}走了|上幼儿园|上小学|开学")
-_WHEN = re.compile(r"明天|后天|大后天|下周|下星期|下礼拜|下个月|下月|这周[一二三四五六日天末]|周[一二三四五六日天末]|"
+                    r"孩子出生|宝宝出生|去世|忌日|(?:" + _KIN + r")[^，。]{0,6}(?:走了|没了)|上幼儿园|上小学|开学|"
+                    r"移民|大寿|嫁到|嫁给|娶了|离过|异地|(?i:\bsurgery\b|\bwedding\b|\bpregnant\b|\bpassed away\b)")
+_WHEN = re.compile(r"腊月|正月|初[一二三四五六七八九十]|[一二三四五六七八九十]{1,3}月[初底]|明天|后天|大后天|下周|下星期|下礼拜|下个月|下月|这周[一二三四五六日天末]|周[一二三四五六日天末]|"
                    r"星期[一二三四五六日天]|礼拜[一二三四五六日天]|\d{1,2}\s*[号日]|\d{1,2}\s*月|[一二三四五六七八九十]{1,3}月|"
                    r"[一二三四五六七八九十]{1,3}号|五一|十一|国庆|春节|过年|元旦|中秋|端午|清明|寒假|暑假|今晚|今天晚上|"
                    r"年底|月底|明年|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点")
@@ -97,7 +115,14 @@ _PLAN = re.compile(r"(?:我|我们|咱们)?[^，。]{0,6}(?:要|得|准备|打�
                    r"(?:去|走|回|飞|见|约|办|上|参加|报到|进修|[一二三终]面|搬)|考试|考研|考公|雅思|托福|四级|六级|面试|体检|出差|旅游|旅行|去.{0,6}玩|聚会|聚餐|复查|复诊|手术|上台|"
                    r"比赛|答辩|开会|年会|婚礼|拔|看牙|牙医|约了|飞|回家|回老家|搬家|报到|入职|考|演出|演唱会|见家长|相亲|"
                    r"要去|得去|要回|去看|去医院|去.{1,8}(?:吃|看|参加)|有个.{0,6}会|改成|改到|约.{0,4}吃")
-_SELF = re.compile(r"我(?:是|当|做|干|在)[^，。]{0,10}(?:人|生|员|师|工|家|者|长|手|族|党|粉|迷|控|妈|爸|大夫|会计|"
+_SELF = re.compile(r"(?i:\bI'?m (?:allergic|\w+ intolerant|studying|from|a |an |scared|afraid|terrified)|"
+                   r"\bI (?:work|study|live|hate|love|can'?t eat|don'?t eat|have)\b|\bmy (?:\w+ )?(?:name|dad|mom|mother|"
+                   r"father|sister|brother|roommate|boyfriend|girlfriend|husband|wife|dog|cat|birthday)\b|"
+                   r"\bdon'?t tell anyone\b|\bwe (?:broke up|got married|moved)\b)|"
+                   r"今年\s*\d{1,3}(?:岁)?|今年[一二三四五六七八九十]{1,3}岁|我係|钟意|中意|全职(?:在家)?带娃|"
+                   r"(?:在|我在)[^，。]{1,6}(?:做|当|上班|工作|打工)|开(?:大车|货车|滴滴|出租|网约车)|我(?:开|是)[^，。]{0,4}(?:店|超市)|"
+                   r"(?:平时|没事|周末)(?:就)?(?:爱|喜欢)|喜欢听|爱听|爱看|喜欢看|主玩|段位|"
+                   r"我(?:是|当|做|干|在)[^，。]{0,10}(?:人|生|员|师|工|家|者|长|手|族|党|粉|迷|控|妈|爸|大夫|会计|"
                    r"律师|博士|护士|本科|大[一二三四]|高[一二三]|初[一二三]|研[一二三]|回民|主妇|上班|工作|读|上学|实习|"
                    r"当兵|开店|打工|带|跑外卖|开车|做饭)|"
                    r"我(?:一般|平时|通常|每天|每晚|每周|天天|常常)|我是(?:做)?(?:前端|后端|运维|产品|销售|设计|财务|客服|HR|hr|学生)|我(?:平时|周末|没事|下班后|每天)?(?:喜欢|爱|常|经常)(?:去|玩|打|看|听|弹|画|跑|游|爬|钓|练|做|拍|写|追|逛)|"
@@ -106,14 +131,15 @@ _SELF = re.compile(r"我(?:是|当|做|干|在)[^，。]{0,10}(?:人|生|员|师
                    r"退休|我在(?:减肥|备孕|戒烟|戒酒|健身|学|考|准备|养)|"
                    r"我(?:最|超|超级|特别|很|挺|巨|非常)?(?:喜欢|爱|讨厌|不喜欢|受不了|讨厌死)(?!你)|"
                    r"习惯|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)")
-_HYPOTHETICAL = re.compile(r"如果|要是|假如|万一|说不定|也许|可能|大概|好像|估计|不确定|不一定|会不会|猜|感觉我|我觉得我")
+_HYPOTHETICAL = re.compile(r"差不多|似的|如果|要是|假如|万一|说不定|也许|可能|大概|好像|估计|不确定|不一定|会不会|猜|感觉我|我觉得我")
 _CANCEL = re.compile(r"本来|原本|原来打算|算了|取消|推迟|延期|不去了|不请了|不来了|不办了|不买了|不报了|不学了|不考了|还是不了|改天再说|拉倒|泡汤|"
                      r"黄了|就不.{0,3}了|不用去了|去不了了|没去成")
 _ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上周|上礼拜|今早")
 # a correction of what was just said: the kept clause before it goes ("哦不对 是11月3号")
-_CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了")
+_CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了|打错了|写错了")
 _PAST = re.compile(r"了$|了[^，。]{0,6}$|过$")
-_REPORTED = re.compile(r"^(?:我|他|她)?(?:的)?(?:" + _KIN + r")[^，。]{0,3}(?:说|讲|觉得)|^说|说是")
+_REPORTED = re.compile(r"^(?:我|他|她)?(?:的)?(?:" + _KIN + r")[^，。]{0,3}(?:说|讲|觉得)|^说|说是|"
+                       r"^(?!我|你|跟|和)[^，。]{1,6}说(?!好|定|过|话|个|一|句)")
 _ELABORATION = re.compile(r"^(?:但|但是|不过|而且|就是|完全|真的|还|也|其实|所以|可|可是|虽然|已经)")
 _FILLER = re.compile(r"^(?:哈+|嘿+|嗯+|啊+|哦+|噢+|唉+|哎+|诶+|emm+|对了|对|所以|然后|而且|不过|其实|反正|跟你说|"
                      r"我跟你说|告诉你|那个|就是)")
@@ -148,7 +174,8 @@ def judge(clause: str, nxt: str = "") -> Kept | None:
     if _FEAR.search(text) and (re.search(r"我|这事|这件事", text) or re.search(r"吃药|确诊|不知道|没发现", text)):
         return Kept("感受", 7, 1)
     if _EVENT.search(text) and not _CANCEL.search(text) and \
-            not (one_off and not re.search(r"纪念日|生日|周年|去世|过世|怀孕|查出|确诊|结婚|搬", text)):
+            not (one_off and not re.search(r"纪念日|生日|周年|去世|过世|怀孕|查出|确诊|结婚|搬|生了|没了|走了|大寿|离婚|"
+                                           r"移民|出生", text)):
         return Kept("事件", 6, 2)
     if _FOOD.search(text) and not one_off:
         return Kept("偏好", 7 if re.search(r"过敏|不耐受|回民|清真|吃素", text) else 5, 3)
@@ -242,9 +269,7 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
                 kept = Kept("事件", 6, 5)  # what replaces a plan just called off or corrected
             if clause in votes:
                 share, kind = votes[clause]
-                if kept is not None and share < DROP_BELOW and kept.rank > 0:
-                    kept = None
-                elif kept is None and share >= ADD_FROM and not _hard_negative(clause):
+                if kept is None and share >= ADD_FROM and not _hard_negative(clause):
                     kept = Kept(kind, 6, _KIND_RANK.get(kind, 6))
             if kept is not None and _ELABORATION.match(clause) and any(f[2] == n and f[0].rank == kept.rank
                                                                         for f in found):
