@@ -69,3 +69,38 @@ def test_the_cli_says_what_is_wrong_with_undecodable_arguments(tmp_path):
                          timeout=60)
     assert out.returncode != 0 and b"Traceback" not in out.stderr
     assert b"surrogate" in out.stderr or b"surrogate" in out.stdout
+
+
+def test_the_hook_client_stops_reading_a_never_ending_answer():
+    import socket
+    import threading
+    import time
+
+    from ombre.client import MAX_ANSWER_BYTES, post_json
+
+    sent = []
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"text\": \"")
+        try:
+            while sum(sent) < 50 * MAX_ANSWER_BYTES:  # 50 MB, unless the client hangs up first
+                conn.sendall(b"x" * 65536)
+                sent.append(65536)
+        except OSError:
+            pass
+        conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    answer = post_json(f"http://127.0.0.1:{listener.getsockname()[1]}/v1/inject", {"prompt": "hi"}, token=None,
+                       timeout=20)
+    assert answer is None and time.monotonic() - started < 10
+    thread.join(timeout=10)
+    listener.close()
+    assert sum(sent) < 10 * MAX_ANSWER_BYTES  # it hung up soon after the cap, not at the sender's end

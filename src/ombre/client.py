@@ -9,6 +9,10 @@ import json
 import socket
 import time
 
+# A block is a few KB; an answer past this is a broken or hostile service, not memory: stop reading.
+# (Unbounded, a service that never stopped sending cost the hook gigabytes.)
+MAX_ANSWER_BYTES = 1_000_000
+
 
 def post_json(url: str, body: dict, *, token: str | None, timeout: float) -> dict | None:
     """POST JSON to the memory service; None on any failure (refused, timeout, non-2xx, not JSON).
@@ -47,7 +51,7 @@ def _post_http(url: str, data: bytes, token: str | None, timeout: float) -> byte
         head += f"Authorization: Bearer {token}\r\n"
     with socket.create_connection((host, port), timeout=timeout) as conn:
         conn.sendall(head.encode("latin-1") + b"\r\n" + data)
-        chunks = []
+        chunks, received = [], 0
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -57,6 +61,9 @@ def _post_http(url: str, data: bytes, token: str | None, timeout: float) -> byte
             if not chunk:
                 break
             chunks.append(chunk)
+            received += len(chunk)
+            if received > MAX_ANSWER_BYTES:
+                return None
     response = b"".join(chunks)
     header, _, payload = response.partition(b"\r\n\r\n")
     status = header.split(b" ", 2)
@@ -86,4 +93,5 @@ def _post_urllib(url: str, data: bytes, token: str | None, timeout: float) -> by
     if token:
         headers["authorization"] = f"Bearer {token}"
     with urllib.request.urlopen(urllib.request.Request(url, data, headers), timeout=timeout) as response:
-        return response.read()
+        answer = response.read(MAX_ANSWER_BYTES + 1)
+        return None if len(answer) > MAX_ANSWER_BYTES else answer
