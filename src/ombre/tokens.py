@@ -5,6 +5,8 @@ stores on assistant lines (see `bench/calibrate_tokens.py` and the README for th
 """
 from __future__ import annotations
 
+import math
+
 
 # ASCII density and block framing fitted on the stored usage of the fixture transcripts
 # (bench/calibrate_tokens.py; they are code-heavy, prose runs a little lighter, so we err towards
@@ -87,7 +89,8 @@ def usage_context(usage: dict | None) -> int | None:
     """
     if not isinstance(usage, dict):
         return None
-    values = [v for v in (usage.get(k) for k in USAGE_KEYS) if isinstance(v, (int, float))]
+    values = [v for v in (usage.get(k) for k in USAGE_KEYS)
+              if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0]
     return int(sum(values)) if values else None
 
 

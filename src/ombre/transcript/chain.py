@@ -203,8 +203,8 @@ class Transcript:
         self.close()
 
 
-def parse_timestamp(value: str | None) -> dt.datetime | None:
-    if not value:
+def parse_timestamp(value: object) -> dt.datetime | None:
+    if not isinstance(value, str) or not value:
         return None
     try:
         return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -345,6 +345,11 @@ def scan(path: Path, rewrite: Rewrite | None = None) -> Transcript:
                 entry = _entry_for(lineno, start, obj)
                 if entry is not None:
                     entries.append(entry)
+                    if entry.type in MESSAGE_TYPES and not isinstance(obj.get("message"), dict):
+                        # kept on the chain (its links hold the history together) but marked: no operation
+                        # may carry a line Claude Code cannot read
+                        bad.append(BadLine(lineno, start, f"its `message` is {type(obj.get('message')).__name__}, "
+                                                          "not an object"))
     finally:
         if gc_was_on:
             gc.enable()

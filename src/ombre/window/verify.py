@@ -82,7 +82,8 @@ def _api_messages(messages: list[dict]) -> list[tuple[str, list]]:
     out: list[tuple[str, list]] = []
     for o in messages:
         role = o["type"]
-        content = (o.get("message") or {}).get("content")
+        message = o.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
         if out and out[-1][0] == role:
             out[-1][1].extend(blocks)
@@ -97,22 +98,26 @@ def _check_tool_pairs(messages: list[dict], source_pairs: set[str] | None) -> li
     seen_ids: set[str] = set()
     for n, (role, blocks) in enumerate(api):
         if role == "assistant":
-            ids = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+            ids = [b.get("id") for b in blocks
+                   if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
             for tid in ids:
                 if tid in seen_ids:
                     problems.append(f"tool_use id {tid} appears twice")
                 seen_ids.add(tid)
             nxt = api[n + 1][1] if n + 1 < len(api) else []
-            answered = {b.get("tool_use_id") for b in nxt if isinstance(b, dict) and b.get("type") == "tool_result"}
+            answered = {b.get("tool_use_id") for b in nxt if isinstance(b, dict) and b.get("type") == "tool_result"
+                        and isinstance(b.get("tool_use_id"), str)}
             for tid in ids:
                 if tid not in answered and (source_pairs is None or tid in source_pairs):
                     problems.append(f"tool_use {tid} lost its tool_result")
         else:
             prev = api[n - 1][1] if n > 0 else []
-            asked = {b.get("id") for b in prev if isinstance(b, dict) and b.get("type") == "tool_use"}
+            asked = {b.get("id") for b in prev if isinstance(b, dict) and b.get("type") == "tool_use"
+                     and isinstance(b.get("id"), str)}
             for b in blocks:
-                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") not in asked:
-                    if source_pairs is None or b.get("tool_use_id") in source_pairs:
+                if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str) \
+                        and b.get("tool_use_id") not in asked:
+                    if source_pairs is None or b["tool_use_id"] in source_pairs:
                         problems.append(f"tool_result for {b.get('tool_use_id')} lost its tool_use")
     return problems
 
@@ -123,7 +128,8 @@ def _check_thinking(objs: list[dict], expect: Expectation) -> list[str]:
         want = expect.thinking.get(o.get("uuid"))
         if want is None:
             continue
-        content = (o.get("message") or {}).get("content")
+        message = o.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
         got = [(b.get("thinking") or b.get("data") or "", b.get("signature") or "") for b in content
                if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")] if isinstance(
             content, list) else []
