@@ -279,6 +279,12 @@ def test_gateway_passes_bad_or_unusual_requests_through_unchanged(gateway):
     assert fake.requests[-1].body == tool_loop  # a tool result is not the person speaking
     bad = httpx.post(gw.url + "/v1/messages", content=b"{not json", timeout=30)
     assert bad.status_code == 400 and bad.json()["error"]["message"] == "body is not JSON"  # upstream's own error
+    for odd in (b'["a list"]', b'{"model": "m", "messages": [{"role": "user", "content": "\\ud800 \xe5\x91\xa8\xe5\x9b\x9b\xe5\xa4\x8d\xe8\xaf\x8a"}]}',
+                b'{"model": "m", "messages": "not a list"}', b'{"model": "m", "metadata": {"user_id": 5}, "messages": []}'):
+        before = len(fake.requests)
+        r = httpx.post(gw.url + "/v1/messages", content=odd, timeout=30)
+        assert r.status_code != 500, odd
+        assert len(fake.requests) == before + 1 and fake.requests[-1].body == json.loads(odd)  # forwarded unchanged
     counted = httpx.post(gw.url + "/v1/messages/count_tokens", json=prefill, timeout=30)
     assert counted.json() == {"input_tokens": 100} and fake.requests[-1].path == "/v1/messages/count_tokens"
 

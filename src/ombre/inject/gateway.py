@@ -150,21 +150,26 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
         return StreamingResponse(response.aiter_raw(), status_code=response.status_code, headers=headers,
                                  background=BackgroundTask(response.aclose))
 
-    @app.post("/v1/messages")
-    async def messages(request: Request):
-        raw = await request.body()
+    async def with_memory(raw: bytes) -> bytes:
+        """The body with this turn's block in it, or the body unchanged: one the gateway cannot read or
+        write back (not JSON, not an object, text that is not UTF-8) is the upstream's to judge, not a 500."""
         try:
             body = json.loads(raw)
-        except ValueError:
-            return await forward(request, "v1/messages", raw)
-        prompt = last_user_prompt(body)
-        turn = InjectRequest(prompt, session_id=conversation_key(body), context=earlier_turns(body) or None,
-                             budget_ms=timeout_s * 1000) if prompt else None
-        block = await block_for(turn) if turn else None
-        if not block:
-            return await forward(request, "v1/messages", raw)
-        data = json.dumps(with_block(body, block), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        return await forward(request, "v1/messages", data)
+            if not isinstance(body, dict):
+                return raw
+            prompt = last_user_prompt(body)
+            turn = InjectRequest(prompt, session_id=conversation_key(body), context=earlier_turns(body) or None,
+                                 budget_ms=timeout_s * 1000) if prompt else None
+            block = await block_for(turn) if turn else None
+            if not block:
+                return raw
+            return json.dumps(with_block(body, block), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except (ValueError, TypeError, AttributeError, UnicodeError, RecursionError):
+            return raw
+
+    @app.post("/v1/messages")
+    async def messages(request: Request):
+        return await forward(request, "v1/messages", await with_memory(await request.body()))
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
     async def other(request: Request, path: str):
