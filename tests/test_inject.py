@@ -280,7 +280,9 @@ def test_gateway_passes_bad_or_unusual_requests_through_unchanged(gateway):
     bad = httpx.post(gw.url + "/v1/messages", content=b"{not json", timeout=30)
     assert bad.status_code == 400 and bad.json()["error"]["message"] == "body is not JSON"  # upstream's own error
     for odd in (b'["a list"]', b'{"model": "m", "messages": [{"role": "user", "content": "\\ud800 \xe5\x91\xa8\xe5\x9b\x9b\xe5\xa4\x8d\xe8\xaf\x8a"}]}',
-                b'{"model": "m", "messages": "not a list"}', b'{"model": "m", "metadata": {"user_id": 5}, "messages": []}'):
+                b'{"model": "m", "messages": "not a list"}', b'{"model": "m", "metadata": {"user_id": 5}, "messages": []}',
+                # recalls a card, but the body cannot be written back as UTF-8 (a lone surrogate in system)
+                '{"model": "m", "system": "\\udc00", "messages": [{"role": "user", "content": "周四复诊要带什么？"}]}'.encode()):
         before = len(fake.requests)
         r = httpx.post(gw.url + "/v1/messages", content=odd, timeout=30)
         assert r.status_code != 500, odd
