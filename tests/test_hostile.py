@@ -104,3 +104,67 @@ def test_the_hook_client_stops_reading_a_never_ending_answer():
     thread.join(timeout=10)
     listener.close()
     assert sum(sent) < 10 * MAX_ANSWER_BYTES  # it hung up soon after the cap, not at the sender's end
+
+
+# -- a full disk (issue #16 item 5) -------------------------------------------------------------------------
+def _session(tmp_path):
+    import random
+
+    from tests.transcript_gen import companion_session
+
+    path = tmp_path / "0b1e6f5e-1111-4222-8333-444455556666.jsonl"
+    path.write_text(companion_session(random.Random(4), turns=6, payload_chars=20_000).text(), encoding="utf-8")
+    return path
+
+
+def test_no_room_for_the_new_session_is_a_clear_error_and_leaves_nothing(tmp_path):
+    """The write runs under a file-size limit (RLIMIT_FSIZE: EFBIG, as a full disk gives ENOSPC)."""
+    path = _session(tmp_path)
+    original = path.read_bytes()
+    script = ("import resource, signal, sys; from pathlib import Path; "
+              "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)); "
+              "from ombre.cli import main; sys.argv = ['ombre', 'forge', sys.argv[1]]; main()")
+    env = {**os.environ, "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre")}
+    out = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
+    assert "no room on the disk" in out.stderr + out.stdout
+    assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == [path.name]  # no half session, no temp file
+    assert not list(tmp_path.glob(".*ombre-tmp")) and path.read_bytes() == original
+
+
+def test_a_new_session_the_history_cannot_record_is_taken_back(tmp_path):
+    from ombre.errors import DiskFullError
+    from ombre.window import forge
+    from pathlib import Path
+
+    path = _session(tmp_path)
+    with pytest.raises(DiskFullError, match="removed"):
+        forge.run(path, forge.ForgeOptions(history=Path("/dev/full")))  # every write there is ENOSPC
+    assert sorted(p.name for p in tmp_path.glob("*.jsonl")) == [path.name]
+
+
+def test_recall_answers_on_a_full_database_and_says_the_disk_is_full(tmp_path):
+    """SQLite's own full condition (max_page_count at the current size, every free byte taken): the
+    turn's block still comes back; the bookkeeping it could not save is named in `degraded`."""
+    from ombre.errors import StoreError
+    from ombre.inject.cards import InjectRequest, turn_block
+
+    svc = MemoryService(Settings.from_env({"HOME": str(tmp_path), "OMBRE_VECTORS": "0"}))
+    try:
+        for i in range(30):
+            svc.hold(HoldRequest(content=f"她喜欢第{i}种花，叫花{i}号", quote=f"我喜欢第{i}种花"))
+        db = svc.store._db  # the test fills the real database; nothing below this line goes around the store
+        db.execute(f"PRAGMA max_page_count={db.execute('PRAGMA page_count').fetchone()[0]}")
+        n = 0
+        for size in (3000, 300, 30, 3):
+            with pytest.raises(StoreError, match="full"):
+                while True:
+                    svc.store.set_meta(f"filler:{n}", "x" * size)
+                    n += 1
+        block = turn_block(svc, InjectRequest("她喜欢什么花", session_id="a-session-on-a-full-disk"))
+        assert block.cards and any("磁盘已满" in d for d in block.degraded), block.degraded
+        assert svc.breath(BreathRequest("她喜欢什么花")).cards
+    finally:
+        svc.close()

@@ -66,6 +66,10 @@ class MemoryInputError(UsageError):
     """A hold or breath request whose fields are out of range or unknown."""
 
 
+class DiskFullError(OmbreError):
+    """A write found no room (ENOSPC, a quota, a file-size limit); what was being written was taken back."""
+
+
 class StoreError(OmbreError):
     """The memory database could not be read or written."""
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 from .. import wire
 from ..memory import anniversary
-from ..memory.breath import BreathRequest, Card, to_card
+from ..memory.breath import BreathRequest, Card, bookkeeping, to_card
 from ..memory.model import HANDOFF_TYPE, SHANGHAI, Memory, iso, now_utc
 from ..memory.service import MemoryService
 from ..tokens import estimate_text
@@ -204,8 +204,7 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
     if deadline is not None and time.monotonic() > deadline:
         block.late = True  # the client has stopped waiting: it never saw these cards
         return block
-    seen.remember(budget.ids)
-    service.store.touch(budget.ids, iso(now))
+    bookkeeping(lambda: (seen.remember(budget.ids), service.store.touch(budget.ids, iso(now))), block.degraded)
     return block
 
 

@@ -13,11 +13,11 @@ import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
-from ..errors import MemoryInputError
+from ..errors import MemoryInputError, StoreError
 from ..tokens import estimate_text
 from . import anniversary, emotion
 from .embed import ORDER, SPECS, Embedder
@@ -163,6 +163,16 @@ class BreathResult:
         if self.anniversary:
             parts.append("【今日纪念】\n" + _line(self.anniversary))
         return "\n\n".join(parts) or NOTHING
+
+
+def bookkeeping(write: Callable[[], object], degraded: list[str]) -> None:
+    """A write that only keeps count (activation, what a session was shown). Recall is a read: it answers
+    even when the database cannot take the write — a full disk — and says so in `degraded`."""
+    try:
+        write()
+    except StoreError as exc:
+        full = "full" in str(exc).lower()
+        degraded.append(("磁盘已满：" if full else "") + f"召回照常，但用量没有记下（{exc}）")
 
 
 def _line(card: Card) -> str:
@@ -395,7 +405,8 @@ def breath(store: MemoryStore, req: BreathRequest, *, encoders: Mapping[str, Emb
         result.anniversary = to_card(anniv, 1.0, {"anniversary": today.isoformat()})
     if touch:
         # a filler card (below the gate) was not recalled for the person: it earns no activation
-        store.touch([c.id for c in result.cards + result.pinned if c.relevant], iso(now))
+        bookkeeping(lambda: store.touch([c.id for c in result.cards + result.pinned if c.relevant], iso(now)),
+                    result.degraded)
     result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
     return result
 

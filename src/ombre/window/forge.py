@@ -7,14 +7,16 @@ The original file is only ever opened for reading.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import statistics
 import time
 import uuid as uuidlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import LiveSessionError, SelectionError, TranscriptError, UsageError
+from ..errors import DiskFullError, LiveSessionError, OmbreError, SelectionError, TranscriptError, UsageError
 from ..transcript.chain import Entry, Transcript, parse_timestamp, scan
 from ..transcript.reader import Fingerprint
 from ..tokens import context_pct
@@ -83,17 +85,41 @@ def run(path: Path, options: ForgeOptions) -> ForgeResult:
     started = time.perf_counter()
     new_sid = str(uuidlib.uuid4())
     try:
-        result = _run(Path(path), options, new_sid)
+        try:
+            result = _run(Path(path), options, new_sid)
+        except OSError as exc:
+            if exc.errno not in NO_ROOM:
+                raise
+            raise _no_room(exc, Path(path).parent, "writing the new session; nothing was written") from exc
     except Exception as exc:
         if options.history and not options.dry_run:
-            history.append(options.history, history.record(options.mode, Path(path).stem, None, options,
-                                                           ok=False, error=str(exc)))
+            with contextlib.suppress(OSError):  # a full disk must not hide the error being recorded
+                history.append(options.history, history.record(options.mode, Path(path).stem, None, options,
+                                                               ok=False, error=str(exc)))
         raise
     result.elapsed_s = round(time.perf_counter() - started, 3)
     if options.history and not options.dry_run:
-        history.append(options.history, history.record(options.mode, result.source_session, result.new_session,
-                                                       options, ok=True, summary=result))
+        try:
+            history.append(options.history, history.record(options.mode, result.source_session,
+                                                           result.new_session, options, ok=True, summary=result))
+        except OSError as exc:
+            # a session the history does not know would be found by nobody (no re-bind, no rollback):
+            # take it back rather than leave it unrecorded
+            Path(path).with_name(f"{new_sid}.jsonl").unlink(missing_ok=True)
+            raise _no_room(exc, options.history.parent, "recording the new session in the history, so it "
+                                                        "was removed; the original is untouched") from exc
     return result
+
+
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _no_room(exc: OSError, where: Path, what: str) -> OmbreError:
+    if exc.errno in NO_ROOM:
+        return DiskFullError(f"no room on the disk ({exc.strerror}) while {what}",
+                             hint=f"free space where {where} lives and run again")
+    return TranscriptError(f"cannot write ({exc.strerror or exc}) while {what}", path=where,
+                           hint="check that the folder is writable and run again")
 
 
 def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
