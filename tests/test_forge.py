@@ -41,7 +41,9 @@ def test_inject_puts_a_marked_handoff_first(tmp_path):
     first = objs[0]
     assert first["type"] == "user" and first["isMeta"] is True and first["ombreHandoff"] is True
     assert first["message"]["content"].startswith(HANDOFF_HEADER) and "别提前任" in first["message"]["content"]
-    assert objs[1]["type"] == "user" and "ombreHandoff" not in objs[1]
+    # the kept tail follows: the last turn's own first line, or, when its tool work alone is over the
+    # budget, the response after its finished calls (cut inside the turn)
+    assert "ombreHandoff" not in objs[1] and (objs[1]["type"] == "user" or result.selection["cut_inside_turn"])
     assert result.injected
 
 
@@ -203,3 +205,49 @@ def test_tool_call_in_flight_in_a_fresh_file_is_refused(tmp_path):
     result = run_forge(path, ForgeOptions())
     assert any("tool_use" in d for d in result.dropped_trailing)
     assert_new_session_sound(path, Path(result.new_path))
+
+
+def _one_long_turn(seed: int, *, compacted: bool) -> "SessionBuilder":
+    from tests.transcript_gen import SessionBuilder
+
+    b = SessionBuilder(random.Random(seed))
+    b.metadata()
+    if compacted:  # shape (b) of issue #16: the chain starts at a compaction summary, no person message after
+        b.say("先帮我看看这个项目")
+        b.reply([{"type": "text", "text": "好的"}])
+        b.compact("之前在修测试，修到一半。")
+    else:
+        b.say("帮我把这个项目的测试都修好")
+    for i in range(20):
+        b.tool_round([("Bash", {"command": f"pytest -k case{i}"}, f"第{i}轮输出 " + "x" * 4_000),
+                      ("Read", {"file_path": f"src/m{i}.py"}, "y" * 3_000)], thinking=f"第{i}步想一想" if i % 3 == 0 else None)
+    b.reply([{"type": "text", "text": "都修好了"}])
+    return b
+
+
+@pytest.mark.parametrize("compacted", [False, True])
+def test_forge_cuts_inside_a_long_turn_after_its_finished_tool_calls(tmp_path, compacted):
+    b = _one_long_turn(8, compacted=compacted)
+    path = _write(tmp_path, b)
+    original = path.read_bytes()
+    result = run_forge(path, ForgeOptions(selector=Selector(retain=20_000)))
+    assert path.read_bytes() == original
+    assert result.events_kept < result.events_total and result.tokens_kept <= 20_000
+    assert any("cut inside" in w and "marker" in w for w in result.warnings), result.warnings
+    assert result.selection["cut_inside_turn"] is not None
+    lines = [json.loads(x) for x in Path(result.new_path).read_text(encoding="utf-8").splitlines()]
+    chain = [o for o in lines if o.get("type") in ("user", "assistant")]
+    assert chain[0]["type"] == "user" and chain[0].get("isMeta") and "接上文" in chain[0]["message"]["content"]
+    assert chain[1]["type"] == "assistant" and chain[-1]["type"] == "assistant"
+    asked = [b["id"] for o in chain if o["type"] == "assistant" for b in o["message"]["content"]
+             if b.get("type") == "tool_use"]
+    answered = [b["tool_use_id"] for o in chain if o["type"] == "user" and isinstance(o["message"]["content"], list)
+                for b in o["message"]["content"] if b.get("type") == "tool_result"]
+    assert asked and sorted(asked) == sorted(answered)  # every kept call with its result, no orphan result
+
+
+def test_a_handoff_opens_a_window_cut_inside_a_turn(tmp_path):
+    path = _write(tmp_path, _one_long_turn(9, compacted=False))
+    result = run_forge(path, ForgeOptions(selector=Selector(retain=20_000), inject_text="正在做：修测试。"))
+    first = json.loads(Path(result.new_path).read_text(encoding="utf-8").splitlines()[0])
+    assert "正在做：修测试。" in first["message"]["content"] and any("the handoff" in w for w in result.warnings)

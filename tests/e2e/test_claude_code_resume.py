@@ -203,3 +203,38 @@ def test_tunnel_rebinds_a_cc_connect_bridge_that_resumes_the_new_session(session
     text = json.dumps(bodies[0]["messages"], ensure_ascii=False)
     assert "会话交接" in text and "晚安，做个好梦" in text and "我回来了" in text
     assert sha256(path) == original
+
+
+@pytest.mark.parametrize("compacted", [False, True])
+def test_a_window_cut_inside_one_long_turn_resumes(session, compacted):
+    """Issue #16 item 2 and shape (b): one long agentic turn (or a chain that starts at a compaction summary
+    with no person message after it) is cut inside, after finished tool calls; the real CLI resumes it
+    without compacting, with the marker as the first user message and no orphan tool call."""
+    import random
+
+    from tests.transcript_gen import SessionBuilder
+
+    cc, fake, _ = session
+    b = SessionBuilder(random.Random(11 + compacted), cwd=str(cc.workdir.resolve()), version="2.1.112")
+    b.metadata()
+    if compacted:
+        b.say("先帮我看看这个项目")
+        b.reply([{"type": "text", "text": "好的"}])
+        b.compact("之前在修测试，修到一半。")
+    else:
+        b.say("帮我把这个项目的测试都修好")
+    for i in range(20):
+        b.tool_round([("Bash", {"command": f"pytest -k case{i}"}, f"第{i}轮 " + "x" * 4_000),
+                      ("Read", {"file_path": f"src/m{i}.py"}, "y" * 3_000)])
+    b.reply([{"type": "text", "text": "都修好了"}])
+    path = cc.project_dir / f"{b.sid}.jsonl"
+    path.write_text(b.text(), encoding="utf-8")
+    result = run_forge(path, ForgeOptions(selector=Selector(retain=20_000)))
+    assert result.selection["cut_inside_turn"] is not None and result.events_kept < result.events_total
+    bodies = _resume(cc, fake, result.new_session)
+    assert len(bodies) == 1, "the cut window must not compact on its first turn"
+    body = bodies[0]
+    _assert_sound_request(body)
+    assert "接上文" in json.dumps(body["messages"][0], ensure_ascii=False)
+    assert "都修好了" in json.dumps(body["messages"], ensure_ascii=False)
+    assert "第0轮" not in json.dumps(body["messages"], ensure_ascii=False)  # the cut-away start is gone

@@ -13,7 +13,7 @@ import errno
 import statistics
 import time
 import uuid as uuidlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..errors import DiskFullError, LiveSessionError, OmbreError, SelectionError, TranscriptError, UsageError
@@ -142,12 +142,20 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
         whole = _complete_pairs(events)
         complete, dropped = _complete_prefix(transcript, events, whole)
         selection = select(complete, options.selector, transcript.measure)
+        if selection.cut_inside_turn is not None:
+            # the kept tail starts with the assistant: the window needs a user line first
+            options = replace(options, inject_text=options.inject_text or CUT_MARKER)
         kept_events = transcript.measure(_end_on_reply([complete[i] for i in selection.kept], whole))
         _refuse_bad_lines_inside(transcript, kept_events)
         lines = _kept_lines(transcript, kept_events)
         overhead = _system_overhead(transcript, events)
         result = _summarize(transcript, options, new_sid, selection, kept_events, lines, overhead, dropped)
         result.warnings += remnant
+        if selection.cut_inside_turn is not None:
+            result.warnings.append(f"the last turn alone was over the budget: cut inside it at idx "
+                                   f"{selection.cut_inside_turn} (after its finished tool calls); the new window "
+                                   f"opens with {'the handoff' if options.inject_text != CUT_MARKER else 'a short marker'}"
+                                   " as its first user message")
         if options.dry_run:
             return result
         final = path.with_name(f"{new_sid}.jsonl")
@@ -313,7 +321,8 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
     window = t.window(options.window)
     tokens_kept = sum(e.size for e in kept)
     selection = {"mode": sel.mode, "turns_trimmed_for_max_kept": sel.trimmed_turns,
-                 "kept_from_idx": kept[0].idx if kept else None, "kept_to_idx": kept[-1].idx if kept else None}
+                 "kept_from_idx": kept[0].idx if kept else None, "kept_to_idx": kept[-1].idx if kept else None,
+                 "cut_inside_turn": sel.cut_inside_turn}
     if sel.days:
         selection["days"] = sel.days
     if sel.resolved_from:
@@ -342,6 +351,11 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
         injected=bool(options.inject_text), dropped_trailing=dropped, warnings=warnings,
         bytes_before=t.fingerprint.size,
     )
+
+
+# What opens a window cut inside a long turn when no handoff is given: the person did not say it, so it is a
+# meta line, and it tells the model why the turn starts mid-way.
+CUT_MARKER = "（接上文：这一轮很长，前面的部分留在原会话里，这里从中途接着做。）"
 
 
 def _handoff_line(template: dict, text: str, new_sid: str, when: dt.datetime) -> dict:

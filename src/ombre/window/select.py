@@ -1,7 +1,11 @@
 """Choosing which events a new window keeps: tail retain, keep-days, or a from/to range (seed §6).
 
-Everything here works on the one event list of `transcript.chain` and cuts only at turn starts (a real
-user message), so a tool_use never loses its tool_result (DESIGN §2 rule 4).
+Everything here works on the one event list of `transcript.chain` and cuts at turn starts (a real user
+message), so a tool_use never loses its tool_result (DESIGN §2 rule 4). One exception: a tail retain whose
+last turn alone is over the budget — a long agentic turn, or a session whose chain starts at a compaction
+summary with no person message after it — may cut inside that turn, at the start of an API response after
+which no earlier tool call is left waiting; the new window then opens with a user line of its own (forge
+writes the handoff or a short marker there).
 """
 from __future__ import annotations
 
@@ -76,6 +80,7 @@ class Selection:
     resolved_from: ResolvedEnd | None = None
     resolved_to: ResolvedEnd | None = None
     days: list[str] = field(default_factory=list)
+    cut_inside_turn: int | None = None  # the event idx a long last turn was cut at, if it was
 
 
 def turns(events: list[Entry]) -> list[tuple[int, int]]:
@@ -206,6 +211,12 @@ def select(events: list[Entry], selector: Selector, measure: Measure = lambda en
         budget = selector.retain if selector.retain is not None else 0
         chosen = [len(spans) - 1]  # the last turn stays even when it alone is over the budget
         total = size(len(spans) - 1)
+        if total > budget:
+            cut = cut_inside(events, spans[-1], budget)
+            if cut is not None:
+                sel.cut_inside_turn = cut
+                sel.kept = list(range(cut, spans[-1][1]))
+                return sel
         for t in range(len(spans) - 2, -1, -1):
             cost = size(t)
             if total + cost > budget:
@@ -243,3 +254,37 @@ def select(events: list[Entry], selector: Selector, measure: Measure = lambda en
             sel.trimmed_turns += 1
     sel.kept = [i for t in chosen for i in range(*spans[t])]
     return sel
+
+
+def cut_inside(events: list[Entry], span: tuple[int, int], budget: int) -> int | None:
+    """Where to cut inside the turn `span` so its tail fits `budget`: the earliest start of an assistant
+    response (a new message id) after finished tool work, with no tool call of the turn still waiting,
+    whose tail fits; else the latest such point. None when there is no such point (a plain chat turn)."""
+    start, end = span
+    waiting: set[str] = set()
+    finished = 0  # tool calls answered so far: a plain chat turn (no tool work) is never cut
+    points: list[int] = []
+    for i in range(start, end):
+        e = events[i]
+        if e.type == "assistant" and finished and not waiting and e.msg_id \
+                and e.msg_id != _previous_msg_id(events, i, start):
+            points.append(i)
+        waiting |= set(e.tool_uses)
+        finished += len(waiting & set(e.tool_results))
+        waiting -= set(e.tool_results)
+    if not points:
+        return None
+    tail = 0
+    sizes = {}
+    for i in range(end - 1, start - 1, -1):
+        tail += events[i].size
+        sizes[i] = tail
+    fitting = [i for i in points if sizes[i] <= budget]
+    return fitting[0] if fitting else points[-1]
+
+
+def _previous_msg_id(events: list[Entry], i: int, start: int) -> str | None:
+    for j in range(i - 1, start - 1, -1):
+        if events[j].type == "assistant":
+            return events[j].msg_id
+    return None
