@@ -28,6 +28,7 @@ shapes = st.fixed_dictionaries({
     "legacy_progress": st.booleans(),
     "days": st.integers(1, 3),
     "thinking": st.booleans(),
+    "spanning": st.booleans(),  # issue #16 shape (a): a message id that spans a tool result
 })
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

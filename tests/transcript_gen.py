@@ -141,6 +141,42 @@ class SessionBuilder:
             self.expected_chain.append(r)
             self.last = r
 
+    def tool_round_spanning(self, calls: list[tuple[str, dict, object]]) -> None:
+        """Issue #16 shape (a): one API response whose message.id spans a tool result — the first call and
+        its result, then the other calls under the SAME message.id, each result on its own call's line.
+        Only the last result is on the chain; Claude Code (cli.js, the parallel tool-result recovery) puts
+        the others back after the response's last line on the chain."""
+        msg_id = "msg_" + "".join(self.rng.choice("abcdefghijklmnop0123456789") for _ in range(24))
+        usage = self._usage()
+
+        def call(parent: str | None, name: str, inp: dict) -> tuple[str, str]:
+            tid = "toolu_" + self._uuid().replace("-", "")[:24]
+            return self._assistant_line(parent, msg_id, {"type": "tool_use", "id": tid, "name": name, "input": inp},
+                                        usage), tid
+
+        def result(owner: str, tid: str, content: object) -> str:
+            r = self._uuid()
+            self._emit(self._base(owner) | {"type": "user", "message": {"role": "user", "content": [
+                {"tool_use_id": tid, "type": "tool_result", "content": content}]},
+                "uuid": r, "timestamp": self._tick(2_000), "sourceToolAssistantUUID": owner})
+            return r
+
+        (name, inp, out), rest = calls[0], calls[1:]
+        first, tid = call(self.last, name, inp)
+        first_result = result(first, tid, out)
+        self.expected_chain += [first, first_result]
+        self.last = first_result
+        owners = []
+        for name, inp, _ in rest:
+            u, tid = call(self.last, name, inp)
+            owners.append((u, tid))
+            self.expected_chain.append(u)
+            self.last = u
+        for (owner, tid), (_, _, out) in zip(owners, rest):
+            r = result(owner, tid, out)
+            self.expected_chain.append(r)
+            self.last = r
+
     def compact(self, summary: str) -> None:
         b = self._uuid()
         self._emit(self._base(None) | {"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
@@ -179,7 +215,8 @@ class SessionBuilder:
 
 def companion_session(rng: random.Random, turns: int = 12, *, tool_every: int = 2, image_every: int = 0,
                       payload_chars: int = 3_000, compact_at: int | None = None, sidechain_at: int | None = None,
-                      legacy_progress: bool = False, days: int = 1, thinking: bool = True) -> SessionBuilder:
+                      legacy_progress: bool = False, days: int = 1, thinking: bool = True,
+                      spanning: bool = False) -> SessionBuilder:
     """A long companion chat: CJK dialogue, thinking, parallel tool calls with long output, images."""
     b = SessionBuilder(rng, legacy_progress=legacy_progress)
     per_day = max(1, turns // days)
@@ -201,7 +238,11 @@ def companion_session(rng: random.Random, turns: int = 12, *, tool_every: int = 
             calls = [("Bash", {"command": "cat notes.txt", "description": "read"},
                       ascii_text(rng, rng.randint(payload_chars // 2, payload_chars)))
                      for _ in range(rng.randint(1, 3))]
-            b.tool_round(calls, thinking=cjk_text(rng, 30) if thinking else None)
+            if spanning and len(calls) > 1 or spanning and rng.random() < 0.5:
+                calls += [("Read", {"file_path": "notes.txt"}, ascii_text(rng, payload_chars // 2))] * (len(calls) < 2)
+                b.tool_round_spanning(calls)
+            else:
+                b.tool_round(calls, thinking=cjk_text(rng, 30) if thinking else None)
         blocks = [{"type": "thinking", "thinking": cjk_text(rng, 40),
                    "signature": base64.b64encode(rng.randbytes(48)).decode()}] if thinking else []
         blocks.append({"type": "text", "text": cjk_text(rng, rng.randint(10, 120))})

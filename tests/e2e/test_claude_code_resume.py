@@ -238,3 +238,31 @@ def test_a_window_cut_inside_one_long_turn_resumes(session, compacted):
     assert "接上文" in json.dumps(body["messages"][0], ensure_ascii=False)
     assert "都修好了" in json.dumps(body["messages"], ensure_ascii=False)
     assert "第0轮" not in json.dumps(body["messages"], ensure_ascii=False)  # the cut-away start is gone
+
+
+@pytest.mark.parametrize("operation", ["diet", "forge"])
+def test_a_message_id_that_spans_a_tool_result_resumes(session, operation):
+    """Issue #16 shape (a): tool_use A and its result, then B and C under the same message.id, B's result
+    on B's line off the chain. Diet and forge keep all three pairs and the real CLI resumes them."""
+    import random
+
+    from tests.transcript_gen import SessionBuilder
+
+    cc, fake, _ = session
+    b = SessionBuilder(random.Random(21), cwd=str(cc.workdir.resolve()), version="2.1.112")
+    b.metadata()
+    b.say("看看这三个文件")
+    b.tool_round_spanning([("Read", {"file_path": "a.py"}, "A" * 3_000), ("Read", {"file_path": "b.py"}, "B" * 3_000),
+                           ("Read", {"file_path": "c.py"}, "C" * 3_000)])
+    b.reply([{"type": "text", "text": "三个都看完了"}])
+    b.say("好的谢谢")
+    b.reply([{"type": "text", "text": "不客气"}])
+    path = cc.project_dir / f"{b.sid}.jsonl"
+    path.write_text(b.text(), encoding="utf-8")
+    result = (run_diet(path, DietOptions(squash=500)) if operation == "diet"
+              else run_forge(path, ForgeOptions(selector=Selector(retain=100_000))))
+    assert result.tool_pairs_kept == 3
+    bodies = _resume(cc, fake, result.new_session)
+    assert len(bodies) == 1
+    _assert_sound_request(bodies[0])
+    assert len(_blocks(bodies[0]["messages"], "tool_use")) == 3 == len(_blocks(bodies[0]["messages"], "tool_result"))
