@@ -48,6 +48,10 @@ def test_lone_surrogates_and_nan_are_422_not_500(server, path, body):
 def test_an_oversized_body_is_413(server):
     r = httpx.post(server.url + "/v1/hold", json={"content": "长" * 600_000}, timeout=30)
     assert r.status_code == 413 and "over the limit" in r.json()["message"]
+    mcp = httpx.post(server.url + "/mcp/", content=b"{" + b" " * 1_100_000 + b"}",
+                     headers={"content-type": "application/json", "accept": "application/json, text/event-stream"},
+                     timeout=30)
+    assert mcp.status_code == 413
 
 
 def test_the_library_refuses_what_cannot_be_stored(tmp_path):

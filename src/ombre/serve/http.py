@@ -16,7 +16,7 @@ from ..inject.cards import InjectRequest, SessionStartRequest, session_block, tu
 from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest
 from ..memory.service import MemoryService
-from ..wire import body_problem
+from ..wire import MAX_BODY_BYTES, body_problem
 from .mcp import build_mcp
 
 
@@ -44,8 +44,13 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
     async def checked_body(request: Request, call_next):
         # before FastAPI parses it: its own 422 echoes the input, and an echo of a lone surrogate or NaN
         # cannot be encoded, which turned the sender's mistake into a 500
-        if request.method == "POST" and request.url.path.startswith("/v1/"):
-            problem = body_problem(await request.body())
+        if request.method == "POST":
+            raw = await request.body()
+            # every POST is size-capped; the API's bodies are also checked for text and numbers (the MCP
+            # endpoint's arguments are checked by the library it calls)
+            problem = body_problem(raw) if request.url.path.startswith("/v1/") else \
+                (f"the body is {len(raw):,} bytes, over the limit of {MAX_BODY_BYTES:,}" if len(raw) > MAX_BODY_BYTES
+                 else None)
             if problem:
                 status = 413 if problem.startswith("the body is") else 422
                 return JSONResponse({"error": "MemoryInputError", "message": problem,
