@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import functools
-import threading
 import json
 import sys
+import threading
+import time
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Callable
@@ -388,6 +389,9 @@ def _format_breath(r) -> str:
 @handles_errors
 def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bool) -> None:
     """Run the memory service: HTTP API (/v1/hold, /v1/breath, /v1/memories/ID, /health) and MCP at /mcp."""
+    from .memory import backup
+
+    backup.check_at_start(settings.memory_db, settings.backups_dir)
     service = _service(settings)
     try:
         if stdio:
@@ -404,9 +408,68 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
         # memories without a vector from every encoder (an older store, a model that was away) are embedded
         # while serving; recall finds them by their other signals meanwhile (progress: GET /health)
         threading.Thread(target=service.embed_pending, name="ombre-embed", daemon=True).start()
+        threading.Thread(target=_daily_backups, args=(settings,), name="ombre-backup", daemon=True).start()
         uvicorn.run(create_app(service, token), host=host, port=port, log_level="warning")
     finally:
         service.close()
+
+
+def _daily_backups(settings: Settings, check_every_s: float = 3600.0) -> None:
+    """`ombre serve`'s backup of the memory database: one a day, the newest OMBRE_BACKUPS_KEEP kept. A failed
+    backup is tried again at the next check; it never stops the service."""
+    from .memory import backup
+
+    while True:
+        if backup.due(settings.backups_dir):
+            try:
+                backup.take(settings.memory_db, settings.backups_dir, settings.backups_keep)
+            except OmbreError:
+                pass
+        time.sleep(check_every_s)
+
+
+@main.command("backup")
+@click.option("--list", "listing", is_flag=True, help="List the backups instead of taking one.")
+@json_option
+@click.pass_obj
+@handles_errors
+def backup_command(settings: Settings, listing: bool, as_json: bool) -> None:
+    """Back up the memory database (a consistent copy, safe while `ombre serve` runs)."""
+    from .memory import backup
+
+    if listing:
+        found = [{"path": str(p), "bytes": p.stat().st_size} for p in backup.backups(settings.backups_dir)]
+        _emit(as_json, found, lambda: "\n".join(f"{f['path']}  {f['bytes']:,} bytes" for f in found)
+              or "no backups yet")
+        return
+    made = backup.take(settings.memory_db, settings.backups_dir, settings.backups_keep)
+    report = {"backup": str(made), "bytes": made.stat().st_size, "kept": len(backup.backups(settings.backups_dir))}
+    _emit(as_json, report, lambda: f"backed up to {made} ({report['bytes']:,} bytes; {report['kept']} kept)")
+
+
+@main.command("restore")
+@click.argument("file", type=click.Path(path_type=Path))
+@json_option
+@click.pass_obj
+@handles_errors
+def restore_command(settings: Settings, file: Path, as_json: bool) -> None:
+    """Put a backup in place of the memory database (checked first; the current one is kept aside)."""
+    import socket
+
+    from .client import host_port
+    from .memory import backup
+
+    host, port = host_port(settings.memory_url.removeprefix("http://").split("/", 1)[0])
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            raise UsageError("ombre serve is running and holds the database open",
+                             hint="stop it, run `ombre restore` again, then start it")
+    except OSError:
+        pass
+    aside = backup.restore(file, settings.memory_db)
+    report = {"restored": str(file), "database": str(settings.memory_db), "previous_kept_at": str(aside) if aside else None}
+    _emit(as_json, report, lambda: f"restored {file} to {settings.memory_db}"
+          + (f"; the previous database is kept at {aside}" if aside else ""))
 
 
 @main.group()

@@ -1,0 +1,132 @@
+"""Backups of the memory database (issue #17): a consistent copy while `ombre serve` runs (SQLite's online
+backup API, page by page, never a file copy of a live WAL database), a restore that checks the file first
+and keeps the current database aside, a daily copy taken by `ombre serve`, and at start a check that names
+the newest good backup when the database is damaged.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sqlite3
+from pathlib import Path
+
+from ..errors import StoreError, UsageError
+
+PREFIX, SUFFIX = "ombre-", ".db"
+DAY = dt.timedelta(days=1)
+
+
+def folder(backups_dir: Path) -> Path:
+    return backups_dir / "memory"
+
+
+def _stamp(now: dt.datetime) -> str:
+    return now.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def backups(backups_dir: Path) -> list[Path]:
+    """The database backups, oldest first."""
+    where = folder(backups_dir)
+    return sorted(where.glob(f"{PREFIX}*{SUFFIX}")) if where.exists() else []
+
+
+def problem(path: Path) -> str | None:
+    """Why `path` is not a usable Ombre memory database, or None when it is."""
+    if not path.is_file():
+        return f"{path} does not exist"
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            check = db.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                return f"{path} is damaged ({check})"
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone() is None:
+                return f"{path} is a SQLite file but not an Ombre memory database (no _migrations table)"
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        return f"{path} is not a readable SQLite database ({exc})"
+    return None
+
+
+def take(db_path: Path, backups_dir: Path, keep: int, now: dt.datetime | None = None) -> Path:
+    """A consistent copy of the database (safe while other processes write to it), then the oldest beyond
+    `keep` are removed. The copy is written under a temporary name and renamed when complete."""
+    if not db_path.exists():
+        raise UsageError(f"there is no memory database at {db_path} to back up",
+                         hint="hold something first, or check OMBRE_HOME")
+    now = now or dt.datetime.now(dt.timezone.utc)
+    where = folder(backups_dir)
+    where.mkdir(parents=True, exist_ok=True)
+    final = where / f"{PREFIX}{_stamp(now)}{SUFFIX}"
+    tmp = final.with_name(final.name + ".part")
+    try:
+        source = sqlite3.connect(db_path, timeout=30)
+        target = sqlite3.connect(tmp)
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+            source.close()
+        os.replace(tmp, final)
+    except (sqlite3.Error, OSError) as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"the backup could not be written: {exc}", hint=f"check the space and rights of {where}") \
+            from exc
+    for old in backups(backups_dir)[:-keep] if keep > 0 else []:
+        old.unlink(missing_ok=True)
+    return final
+
+
+def due(backups_dir: Path, now: dt.datetime | None = None) -> bool:
+    """Whether a day has passed since the newest backup (or there is none)."""
+    newest = backups(backups_dir)[-1:]
+    if not newest:
+        return True
+    now = now or dt.datetime.now(dt.timezone.utc)
+    age = now.timestamp() - newest[0].stat().st_mtime
+    return age >= DAY.total_seconds()
+
+
+def newest_good(backups_dir: Path) -> Path | None:
+    return next((b for b in reversed(backups(backups_dir)) if problem(b) is None), None)
+
+
+def restore(source: Path, db_path: Path, now: dt.datetime | None = None) -> Path | None:
+    """Put `source` in place of the database, after checking it; the current database (with its WAL files)
+    is moved aside first and its new name returned (None when there was none)."""
+    source = Path(source)
+    wrong = problem(source)
+    if wrong:
+        raise UsageError(f"will not restore: {wrong}", hint="pick another file from `ombre backup --list`")
+    now = now or dt.datetime.now(dt.timezone.utc)
+    aside = None
+    if db_path.exists():
+        aside = db_path.with_name(f"{db_path.name}.before-restore-{_stamp(now)}")
+        os.replace(db_path, aside)
+        for suffix in ("-wal", "-shm"):
+            extra = db_path.with_name(db_path.name + suffix)
+            if extra.exists():
+                os.replace(extra, aside.with_name(aside.name + suffix))
+    tmp = db_path.with_name(db_path.name + ".restoring")
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    dst = sqlite3.connect(tmp)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+    os.replace(tmp, db_path)
+    return aside
+
+
+def check_at_start(db_path: Path, backups_dir: Path) -> None:
+    """Refuse to serve a damaged database, naming the newest good backup to restore."""
+    if not db_path.exists():
+        return
+    wrong = problem(db_path)
+    if wrong:
+        good = newest_good(backups_dir)
+        raise StoreError(f"the memory database is damaged: {wrong}",
+                         hint=(f"restore the newest good backup: ombre restore {good}" if good else
+                               "no good backup was found; `ombre memories export` from a copy may save what is readable"))
