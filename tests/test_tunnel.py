@@ -402,3 +402,18 @@ def test_backups_and_logs_do_not_grow_without_end(tmp_path, env, project):
         history.append(log, {"n": n, "pad": "x" * 100}, max_bytes=5_000)
     assert log.stat().st_size <= 5_200 and log.with_name("log.jsonl.1").exists()
     assert json.loads(log.read_text().splitlines()[-1])["n"] == 199
+
+
+def test_keeper_seed_then_a_pass_over_the_forge_line_must_skip(tmp_path, env, project):
+    """Issue #17 item 2 (seed §5): after `ombre keeper seed`, a session past the forge threshold is left
+    alone until the cooldowns pass — the keeper cannot fire right after a deploy."""
+    path = heavy_session(project, used=150_000)
+    out = ombre(["keeper", "seed", "--json"], env)
+    assert out.returncode == 0, out.stderr
+    seeded = json.loads(out.stdout)
+    state = json.loads((tmp_path / "ombre" / "keeper-state.json").read_text())
+    assert state["last_forge"] == seeded["last_forge"] and state["last_diet"] == seeded["last_diet"]
+    now = dt.datetime.fromisoformat(seeded["last_forge"]) + dt.timedelta(minutes=5)
+    entry = Keeper(Settings.from_env(env), file_bridge(tmp_path, path.stem), None).tick(path, now=now)
+    assert entry["decision"] == "skip" and "cooldown" in entry["reason"], entry
+    assert sorted(p.name for p in project.glob("*.jsonl")) == [path.name]  # nothing was forged
