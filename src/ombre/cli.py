@@ -25,6 +25,12 @@ def _emit(as_json: bool, value: object, human: Callable[[], str]) -> None:
         click.echo(human())
 
 
+def _say(exc: OmbreError) -> None:
+    click.echo(f"error: {exc.message}", err=True)
+    if exc.hint:
+        click.echo(f"hint: {exc.hint}", err=True)
+
+
 def handles_errors(fn: Callable) -> Callable:
     """Print an OmbreError as message + hint (or JSON) and exit with its code; no tracebacks for users."""
 
@@ -35,9 +41,7 @@ def handles_errors(fn: Callable) -> Callable:
         except OmbreError as exc:
             if kwargs.get("as_json"):
                 click.echo(json.dumps(exc.to_dict(), ensure_ascii=False, indent=2))
-            click.echo(f"error: {exc.message}", err=True)
-            if exc.hint:
-                click.echo(f"hint: {exc.hint}", err=True)
+            _say(exc)
             sys.exit(exc.exit_code)
 
     return wrapper
@@ -54,7 +58,26 @@ dry_run_option = click.option("--dry-run", is_flag=True, help="Report what would
 session_argument = click.argument("session", required=False)
 
 
-@click.group()
+class OmbreGroup(click.Group):
+    """The CLI's one net for what a person can get wrong outside a command's own handling — a bad setting
+    read before any command runs, a folder that cannot be created or written: the one-line message and
+    hint, never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except OmbreError as exc:
+            _say(exc)
+            sys.exit(exc.exit_code)
+        except OSError as exc:
+            where = f" {exc.filename}" if exc.filename else ""
+            _say(UsageError(f"cannot use{where}: {exc.strerror or exc}",
+                            hint="check OMBRE_HOME and the paths you gave: each must be a folder or file you can "
+                                 "write"))
+            sys.exit(2)
+
+
+@click.group(cls=OmbreGroup)
 @click.version_option(package_name="ombre")
 @click.pass_context
 def main(ctx: click.Context) -> None:
