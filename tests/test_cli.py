@@ -122,3 +122,34 @@ def test_demo_runs_on_the_bundled_sample_without_a_claude_home(tmp_path, monkeyp
     pack = out.output.split("【会话交接 · ombre handoff】", 1)[1]
     assert "<command-name>" not in pack  # a slash command's echo is not something the person said
     assert not (tmp_path / ".claude").exists() and not (tmp_path / ".ombre").exists()
+
+
+def test_install_service_writes_two_units_and_uninstall_takes_back_exactly_those(tmp_path):
+    """Issue #17 item 3: systemd user units for serve and the keeper, restart on failure, no secrets inside;
+    a unit of the same name written by someone else is refused and left alone."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "OMBRE_HOME": str(tmp_path / "ombre"), "OMBRE_TOKEN": "secret-token", "AUTO_FORGE_PCT": "72"}
+    ombre = [str(Path(sys.executable).parent / "ombre")]
+    run = lambda *a: subprocess.run(ombre + list(a), env=env, capture_output=True, text=True, timeout=60)  # noqa: E731
+    units = tmp_path / "cfg" / "systemd" / "user"
+    dry = run("install", "service", "--dry-run")
+    assert dry.returncode == 0 and "ExecStart=" in dry.stdout and not units.exists()
+    out = run("install", "service")
+    assert out.returncode == 0 and "systemctl --user enable --now ombre-serve.service" in out.stdout, out.stderr
+    serve, keeper = (units / "ombre-serve.service").read_text(), (units / "ombre-keeper.service").read_text()
+    assert f"ExecStart={ombre[0]} serve" in serve and f"ExecStart={ombre[0]} keeper run" in keeper
+    assert "Restart=on-failure" in serve and 'Environment="AUTO_FORGE_PCT=72"' in keeper
+    assert "secret-token" not in serve + keeper and "EnvironmentFile=-" in serve
+    assert "nothing to change" in run("install", "service").stdout
+    (units / "notes.txt").write_text("mine")
+    gone = run("uninstall", "service")
+    assert gone.returncode == 0 and sorted(p.name for p in units.iterdir()) == ["notes.txt"]
+    (units / "ombre-serve.service").write_text("[Service]\nExecStart=/usr/bin/true\n")  # someone else's
+    refused = run("install", "service")
+    assert refused.returncode != 0 and "was not written by ombre" in refused.stderr
+    assert "nothing to change" in run("uninstall", "service").stdout
+    assert (units / "ombre-serve.service").read_text().startswith("[Service]")

@@ -751,9 +751,57 @@ def install_claude_code(settings: Settings, cache_1h: bool, dry_run: bool, as_js
     _install(settings, True, dry_run, as_json, cache_1h)
 
 
+@install.command("service")
+@dry_run_option
+@json_option
+@click.pass_obj
+@handles_errors
+def install_service(settings: Settings, dry_run: bool, as_json: bool) -> None:
+    """Write systemd user units for `ombre serve` and `ombre keeper run` (restart on failure, journal logs)."""
+    _units(True, dry_run, as_json)
+
+
+def _units(install: bool, dry_run: bool, as_json: bool) -> None:
+    import os
+
+    from .inject.install import ombre_executable
+    from .tunnel.units import UNITS, apply, how_to_enable, plan
+
+    changes = [c for c in plan(install=install, env=dict(os.environ), exe=ombre_executable() if install else None,
+                               workdir=Path.cwd()) if c.changed]
+    if not dry_run:
+        apply(changes)
+    summary = {"dry_run": dry_run, "changed": [str(c.path) for c in changes]}
+
+    def human() -> str:
+        if not changes:
+            return "nothing to change: the units are already " + ("there" if install else "gone")
+        lines = [f"{'would write' if dry_run else 'wrote'}:" if install else f"{'would remove' if dry_run else 'removed'}:"]
+        lines += [f"  {c.path}" for c in changes]
+        if dry_run:
+            lines += ["", *(c.diff() for c in changes)]
+        elif install:
+            lines += ["", how_to_enable(list(UNITS))]
+        else:
+            lines += ["", "stop them first if they run: systemctl --user disable --now " + " ".join(UNITS)]
+        return "\n".join(lines)
+
+    _emit(as_json, summary, human)
+
+
 @main.group()
 def uninstall() -> None:
     """Take Ombre out of an agent runtime."""
+
+
+@uninstall.command("service")
+@dry_run_option
+@json_option
+@click.pass_obj
+@handles_errors
+def uninstall_service(settings: Settings, dry_run: bool, as_json: bool) -> None:
+    """Remove the systemd user units `ombre install service` wrote (and only those)."""
+    _units(False, dry_run, as_json)
 
 
 @uninstall.command("claude-code")
