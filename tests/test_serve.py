@@ -5,6 +5,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -33,6 +34,14 @@ def test_http_hold_breath_get_and_health(server):
     assert httpx.get(f"{server.url}/v1/memories/nope").status_code == 404
     health = httpx.get(server.url + "/health").json()
     assert health["status"] == "ok" and health["memories"] == 1
+    # issue #17 item 8: what a person looks for when something seems off
+    assert health["version"] and health["backend"] == "sqlite" and health["database"].endswith("ombre.db")
+    for _ in range(50):  # serve takes the day's backup at start, beside serving
+        if health["last_backup"]:
+            break
+        time.sleep(0.1)
+        health = httpx.get(server.url + "/health").json()
+    assert "models" in health and health["last_backup"].endswith(".db")
 
 
 def test_http_bad_input_is_a_4xx_with_a_message_and_writes_nothing(server):

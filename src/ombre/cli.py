@@ -432,7 +432,23 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
         # while serving; recall finds them by their other signals meanwhile (progress: GET /health)
         threading.Thread(target=service.embed_pending, name="ombre-embed", daemon=True).start()
         threading.Thread(target=_daily_backups, args=(settings,), name="ombre-backup", daemon=True).start()
-        uvicorn.run(create_app(service, token), host=host, port=port, log_level="warning")
+        # the ready line is printed once the socket listens (uvicorn's own "started" is at log level info)
+        config = uvicorn.Config(create_app(service, token), host=host, port=port, log_level="warning")
+        server = uvicorn.Server(config)
+
+        def ready() -> None:
+            while not server.started and not server.should_exit:
+                time.sleep(0.05)
+            if server.started:
+                bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
+                click.echo(f"ombre serve ready on http://{host}:{bound} (MCP at /mcp, health at /health; "
+                           f"database {settings.memory_db})", err=True)
+
+        threading.Thread(target=ready, name="ombre-ready", daemon=True).start()
+        server.run()
+        if not server.started:
+            raise UsageError(f"ombre serve could not listen on {host}:{port} (is the port in use?)",
+                             hint="stop what holds the port, or pick another with --port")
     finally:
         service.close()
 

@@ -170,7 +170,19 @@ class MemoryService:
             total = self.store.count()
         except Exception as exc:  # noqa: BLE001
             return {"status": "degraded", "reason": f"store unavailable: {exc}"}
-        state = {"memories": total, "encoders": list(self.encoders), "embedding": self.embedding}
+        from importlib.metadata import PackageNotFoundError, version
+
+        from . import backup
+
+        try:
+            ours = version("ombre")
+        except PackageNotFoundError:
+            ours = "unknown"
+        newest = backup.backups(self.settings.backups_dir)[-1:]
+        state = {"version": ours, "database": str(self.settings.memory_db), "backend": "sqlite", "memories": total,
+                 "encoders": list(self.encoders), "models": {k: "loaded" for k in self.encoders} | {
+                     k: f"unavailable: {v}" for k, v in self.encoder_errors.items()},
+                 "embedding": self.embedding, "last_backup": str(newest[0]) if newest else None}
         if self.encoder_errors:
             return {"status": "degraded", "reason": "; ".join(self.encoder_errors.values()), **state}
         return {"status": "ok", **state}
