@@ -1,0 +1,168 @@
+"""`ombre doctor`: seed §11.4's checklist as one command (issue #17 item 1).
+
+Each check reads what the other commands already keep — the memory service's /health, the install plan, the
+bridge and keeper state, the run and distillation logs, the database and its backups — and says, when it
+fails, what to do. `fix` does only the safe ones: seed the keeper's cooldowns, take a backup.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import urllib.request
+from dataclasses import asdict, dataclass
+
+from .errors import OmbreError
+from .settings import Settings
+from .window import history
+
+BACKUP_MAX_AGE = dt.timedelta(days=2)
+SESSION_MAX_BYTES = 50_000_000  # past this a bound session is carrying unsquashed images or tool output
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    todo: str = ""  # what to do when it failed
+    fixed: str = ""  # what --fix did about it
+
+
+def _serve(s: Settings) -> Check:
+    try:
+        with urllib.request.urlopen(s.memory_url + "/health", timeout=2) as r:
+            health = json.loads(r.read())
+    except (OSError, ValueError) as exc:
+        return Check("memory service", False, f"nothing answers at {s.memory_url} ({exc})",
+                     "start it: `ombre serve` (or `systemctl --user start ombre-serve` after `ombre install service`)")
+    ok = health.get("status") == "ok"
+    return Check("memory service", ok, f"{health.get('status')} at {s.memory_url}, version {health.get('version')}, "
+                 f"{health.get('memories')} memories" + ("" if ok else f": {health.get('reason')}"),
+                 "" if ok else "see the reason; `ombre serve` logs it at start")
+
+
+def _installed(s: Settings) -> Check:
+    from .inject.install import plan
+
+    try:
+        pending = [c for c in plan(s, install=True, env=dict(os.environ)) if c.changed]
+    except OmbreError as exc:
+        return Check("hooks and MCP", False, exc.message, exc.hint)
+    if pending:
+        return Check("hooks and MCP", False, "not installed for this ombre: " + ", ".join(c.what for c in pending),
+                     "run `ombre install claude-code`")
+    return Check("hooks and MCP", True, "the hooks, the MCP server and the discipline point at this ombre")
+
+
+def _bridge(s: Settings) -> Check:
+    from .tunnel.bridges import from_settings
+    from .tunnel.keeper import newest_written
+
+    try:
+        bridge = from_settings(s)
+    except OmbreError as exc:
+        return Check("bridge", False, exc.message, exc.hint)
+    if bridge is None:
+        return Check("bridge", True, "no bridge configured (OMBRE_BRIDGE): the keeper only watches")
+    try:
+        bound = bridge.bound_sid()
+    except OmbreError as exc:
+        return Check("bridge", False, f"cannot read what the bridge is bound to: {exc.message}", exc.hint)
+    newest = newest_written(s)
+    if newest and bound != newest:
+        return Check("bridge", False, f"bound to {bound}, but the newest written session is {newest}",
+                     f"re-bind it: `ombre rebind {newest}`")
+    files = list(s.projects_dir.glob(f"*/{bound}.jsonl")) if bound else []
+    if bound and not files:
+        return Check("bridge", False, f"bound to {bound}, whose file is in no project under {s.projects_dir}",
+                     "the bridge would start fresh: re-bind it to a session that exists (`ombre bridge status`)")
+    if files and files[0].stat().st_size > SESSION_MAX_BYTES:
+        return Check("bridge", False, f"the bound session is {files[0].stat().st_size / 1e6:.0f} MB",
+                     "squash it: `ombre diet` (images and tool output)")
+    return Check("bridge", True, f"bound to the newest session {bound}" if bound else "nothing bound yet")
+
+
+def _keeper(s: Settings) -> list[Check]:
+    from .tunnel.keeper import KeeperState
+
+    checks = []
+    if not s.keeper_state.exists():
+        checks.append(Check("keeper cooldowns", False, f"no state file at {s.keeper_state}",
+                            "seed it: `ombre keeper seed` (so a first pass cannot fire at once)"))
+    else:
+        state = KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc))
+        checks.append(Check("keeper cooldowns", not state.breaker,
+                            f"last diet {state.last_diet or 'never'}, last forge {state.last_forge or 'never'}"
+                            + (f"; breaker OPEN after {state.failures} failures" if state.breaker else ""),
+                            "fix the error of the last runs, then `ombre keeper reset`" if state.breaker else ""))
+    runs = [e for e in history.read(s.metrics_log, limit=200) if e.get("decision") in ("ok", "fail")][-20:]
+    failed = [e for e in runs if e.get("decision") == "fail"]
+    last = failed[-1].get("error") or failed[-1].get("reason") if failed else ""
+    checks.append(Check("keeper runs", not (runs and runs[-1].get("decision") == "fail"),
+                        f"{len(runs) - len(failed)} ok, {len(failed)} failed of the last {len(runs)}"
+                        + (f"; last error: {last}" if last else ""),
+                        "read the error above and `ombre keeper status`" if failed else ""))
+    return checks
+
+
+def _writes(s: Settings) -> Check:
+    outcomes = history.read(s.distill_log, limit=20)
+    failed = [o for o in outcomes if str(o.get("reason", "")).startswith("model failed") or o.get("fallback")]
+    held = sum(1 for o in outcomes for h in o.get("held") or [] if h.get("stored"))
+    ok = len(failed) < max(1, len(outcomes)) or not outcomes
+    return Check("distillation", ok, f"last {len(outcomes)} runs: {held} memories held, {len(failed)} model "
+                 "failures or fallbacks", "" if ok else "check OMBRE_LLM and `ombre distill status`")
+
+
+def _database(s: Settings, fix: bool) -> list[Check]:
+    from .memory import backup
+
+    if not s.memory_db.exists():
+        return [Check("database", True, f"no memory database yet ({s.memory_db}): nothing held")]
+    wrong = backup.problem(s.memory_db)
+    checks = [Check("database", wrong is None, wrong or f"{s.memory_db} passes SQLite's check",
+                    "" if wrong is None else "restore the newest good backup: `ombre backup --list`, `ombre restore FILE`")]
+    newest = backup.backups(s.backups_dir)[-1:]
+    age = dt.datetime.now().timestamp() - newest[0].stat().st_mtime if newest else None
+    fresh = age is not None and age < BACKUP_MAX_AGE.total_seconds()
+    check = Check("backup", fresh, f"newest {newest[0]} ({age / 3600:.0f} h old)" if newest else "no backup yet",
+                  "" if fresh else "take one: `ombre backup` (ombre serve takes one a day)")
+    if not fresh and fix and wrong is None:
+        made = backup.take(s.memory_db, s.backups_dir, s.backups_keep)
+        check.fixed = f"took {made}"
+    checks.append(check)
+    return checks
+
+
+def run(s: Settings, fix: bool = False) -> list[Check]:
+    checks = [_serve(s), _installed(s), _bridge(s), *_keeper(s), _writes(s), *_database(s, fix)]
+    if fix:
+        for c in checks:
+            if c.name == "keeper cooldowns" and not c.ok and not s.keeper_state.exists():
+                from .tunnel.keeper import KeeperState
+
+                stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+                KeeperState(last_diet=stamp, last_forge=stamp, note=f"seeded by ombre doctor --fix {stamp}").save(
+                    s.keeper_state)
+                c.fixed = f"seeded the cooldowns at {stamp}"
+    return checks
+
+
+def report(checks: list[Check]) -> str:
+    lines = []
+    for c in checks:
+        mark = "ok  " if c.ok else ("FIXED" if c.fixed else "FAIL")
+        lines.append(f"{mark:<5} {c.name}: {c.detail}")
+        if c.fixed:
+            lines.append(f"      fixed: {c.fixed}")
+        elif not c.ok and c.todo:
+            lines.append(f"      to do: {c.todo}")
+    failed = sum(1 for c in checks if not c.ok and not c.fixed)
+    lines.append("all good" if not failed else f"{failed} check(s) need you")
+    return "\n".join(lines)
+
+
+def as_dicts(checks: list[Check]) -> list[dict]:
+    return [asdict(c) for c in checks]
+
