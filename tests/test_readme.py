@@ -42,3 +42,16 @@ def test_bench_figures_in_the_readme_come_from_the_bench_output():
         assert rows, name
         missing = [row for row in rows if row not in README]
         assert not missing, f"README lacks these lines of bench/out/{name}: {missing}"
+
+
+def test_the_chinese_readme_has_the_same_two_setup_commands_and_real_options():
+    zh = (REPO / "README.zh.md").read_text(encoding="utf-8")
+    setup = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"```sh\n(.+?)\n```", zh.split("## 安装", 1)[1].split("\n## ", 1)[0], flags=re.S) == \
+        re.findall(r"```sh\n(.+?)\n```", setup, flags=re.S)
+    runner = CliRunner()
+    for command, options in re.findall(r"`ombre ([a-z][\w-]*(?: [a-z][\w-]*)*)((?: --[a-z][a-z-]*)*)", zh):
+        help_text = runner.invoke(main, [*command.split(), "--help"]).output
+        assert "Usage:" in help_text, f"README.zh.md shows `ombre {command}`, which does not exist"
+        for option in options.split():
+            assert option in help_text, f"README.zh.md shows `ombre {command} {option}`, which --help lacks"
