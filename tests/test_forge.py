@@ -17,7 +17,7 @@ from ombre.window.select import Selector
 from ombre.window.squash import squash_line, squash_text
 from tests.conftest import sha256
 from tests.invariants import assert_new_session_sound
-from tests.transcript_gen import SessionBuilder, companion_session, fake_png
+from tests.transcript_gen import SessionBuilder, companion_session, fake_png, long_agentic_turn
 
 
 def _write(tmp_path: Path, b: SessionBuilder, age_s: float = 3600) -> Path:
@@ -207,27 +207,9 @@ def test_tool_call_in_flight_in_a_fresh_file_is_refused(tmp_path):
     assert_new_session_sound(path, Path(result.new_path))
 
 
-def _one_long_turn(seed: int, *, compacted: bool) -> "SessionBuilder":
-    from tests.transcript_gen import SessionBuilder
-
-    b = SessionBuilder(random.Random(seed))
-    b.metadata()
-    if compacted:  # shape (b) of issue #16: the chain starts at a compaction summary, no person message after
-        b.say("先帮我看看这个项目")
-        b.reply([{"type": "text", "text": "好的"}])
-        b.compact("之前在修测试，修到一半。")
-    else:
-        b.say("帮我把这个项目的测试都修好")
-    for i in range(20):
-        b.tool_round([("Bash", {"command": f"pytest -k case{i}"}, f"第{i}轮输出 " + "x" * 4_000),
-                      ("Read", {"file_path": f"src/m{i}.py"}, "y" * 3_000)], thinking=f"第{i}步想一想" if i % 3 == 0 else None)
-    b.reply([{"type": "text", "text": "都修好了"}])
-    return b
-
-
 @pytest.mark.parametrize("compacted", [False, True])
 def test_forge_cuts_inside_a_long_turn_after_its_finished_tool_calls(tmp_path, compacted):
-    b = _one_long_turn(8, compacted=compacted)
+    b = long_agentic_turn(random.Random(8), compacted=compacted)
     path = _write(tmp_path, b)
     original = path.read_bytes()
     result = run_forge(path, ForgeOptions(selector=Selector(retain=20_000)))
@@ -247,7 +229,7 @@ def test_forge_cuts_inside_a_long_turn_after_its_finished_tool_calls(tmp_path, c
 
 
 def test_a_handoff_opens_a_window_cut_inside_a_turn(tmp_path):
-    path = _write(tmp_path, _one_long_turn(9, compacted=False))
+    path = _write(tmp_path, long_agentic_turn(random.Random(9), compacted=False))
     result = run_forge(path, ForgeOptions(selector=Selector(retain=20_000), inject_text="正在做：修测试。"))
     first = json.loads(Path(result.new_path).read_text(encoding="utf-8").splitlines()[0])
     assert "正在做：修测试。" in first["message"]["content"] and any("the handoff" in w for w in result.warnings)

@@ -250,3 +250,22 @@ def companion_session(rng: random.Random, turns: int = 12, *, tool_every: int = 
         if rng.random() < 0.3:
             b.system_note()
     return b
+
+
+def long_agentic_turn(rng: random.Random, *, compacted: bool, **builder: object) -> SessionBuilder:
+    """One long agentic turn: a person's request, twenty rounds of tool calls with long output, a reply. With
+    `compacted`, issue #16's shape (b): the chain starts at a compaction summary and no person message follows."""
+    b = SessionBuilder(rng, **builder)
+    b.metadata()
+    if compacted:
+        b.say("先帮我看看这个项目")
+        b.reply([{"type": "text", "text": "好的"}])
+        b.compact("之前在修测试，修到一半。")
+    else:
+        b.say("帮我把这个项目的测试都修好")
+    for i in range(20):
+        b.tool_round([("Bash", {"command": f"pytest -k case{i}"}, f"第{i}轮 " + "x" * 4_000),
+                      ("Read", {"file_path": f"src/m{i}.py"}, "y" * 3_000),
+                      ], thinking=f"第{i}步想一想" if i % 3 == 0 else None)
+    b.reply([{"type": "text", "text": "都修好了"}])
+    return b

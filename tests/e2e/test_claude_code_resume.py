@@ -212,21 +212,11 @@ def test_a_window_cut_inside_one_long_turn_resumes(session, compacted):
     without compacting, with the marker as the first user message and no orphan tool call."""
     import random
 
-    from tests.transcript_gen import SessionBuilder
+    from tests.transcript_gen import long_agentic_turn
 
     cc, fake, _ = session
-    b = SessionBuilder(random.Random(11 + compacted), cwd=str(cc.workdir.resolve()), version="2.1.112")
-    b.metadata()
-    if compacted:
-        b.say("先帮我看看这个项目")
-        b.reply([{"type": "text", "text": "好的"}])
-        b.compact("之前在修测试，修到一半。")
-    else:
-        b.say("帮我把这个项目的测试都修好")
-    for i in range(20):
-        b.tool_round([("Bash", {"command": f"pytest -k case{i}"}, f"第{i}轮 " + "x" * 4_000),
-                      ("Read", {"file_path": f"src/m{i}.py"}, "y" * 3_000)])
-    b.reply([{"type": "text", "text": "都修好了"}])
+    b = long_agentic_turn(random.Random(11 + compacted), compacted=compacted, cwd=str(cc.workdir.resolve()),
+                          version="2.1.112")
     path = cc.project_dir / f"{b.sid}.jsonl"
     path.write_text(b.text(), encoding="utf-8")
     result = run_forge(path, ForgeOptions(selector=Selector(retain=20_000)))

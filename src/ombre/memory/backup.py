@@ -59,23 +59,32 @@ def take(db_path: Path, backups_dir: Path, keep: int, now: dt.datetime | None = 
     where = folder(backups_dir)
     where.mkdir(parents=True, exist_ok=True)
     final = where / f"{PREFIX}{_stamp(now)}{SUFFIX}"
-    tmp = final.with_name(final.name + ".part")
     try:
-        source = sqlite3.connect(db_path, timeout=30)
-        target = sqlite3.connect(tmp)
-        try:
-            source.backup(target)
-        finally:
-            target.close()
-            source.close()
-        os.replace(tmp, final)
+        _copy(db_path, final)
     except (sqlite3.Error, OSError) as exc:
-        tmp.unlink(missing_ok=True)
         raise StoreError(f"the backup could not be written: {exc}", hint=f"check the space and rights of {where}") \
             from exc
     for old in backups(backups_dir)[:-keep] if keep > 0 else []:
         old.unlink(missing_ok=True)
     return final
+
+
+def _copy(source: Path, target: Path) -> None:
+    """Copy a database with SQLite's backup API into a temporary file beside `target`, then rename it:
+    `target` is either whole or untouched."""
+    tmp = target.with_name(target.name + ".part")
+    try:
+        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30)
+        dst = sqlite3.connect(tmp)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+            src.close()
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def due(backups_dir: Path, now: dt.datetime | None = None) -> bool:
@@ -108,15 +117,7 @@ def restore(source: Path, db_path: Path, now: dt.datetime | None = None) -> Path
             extra = db_path.with_name(db_path.name + suffix)
             if extra.exists():
                 os.replace(extra, aside.with_name(aside.name + suffix))
-    tmp = db_path.with_name(db_path.name + ".restoring")
-    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-    dst = sqlite3.connect(tmp)
-    try:
-        src.backup(dst)
-    finally:
-        dst.close()
-        src.close()
-    os.replace(tmp, db_path)
+    _copy(source, db_path)
     return aside
 
 
