@@ -314,3 +314,18 @@ def test_opening_the_service_with_a_model_configured_does_not_import_its_sdk(tmp
            "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_trace_times_are_shown_in_the_persons_zone(tmp_path):
+    import os
+
+    env = {**os.environ, "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre"), "OMBRE_VECTORS": "0"}
+    run = lambda *a, **e: subprocess.run([sys.executable, "-m", "ombre.cli", *a], env={**env, **e},  # noqa: E731
+                                         capture_output=True, text=True, timeout=120)
+    old = json.loads(run("hold", "每周三晚上语音", "--type", "承诺", "--quote", "以后每周三晚上都语音吧", "--json").stdout)
+    run("hold", "语音改到每周四晚上", "--type", "承诺", "--quote", "这周改成周四吧，之后也周四。")
+    shanghai = run("memories", "trace", old["id"]).stdout
+    assert " CST  overwritten by" in shanghai  # Asia/Shanghai by default
+    assert " UTC  overwritten by" in run("memories", "trace", old["id"], OMBRE_TZ="UTC").stdout
+    bad = run("memories", "trace", old["id"], OMBRE_TZ="Mars/Olympus")
+    assert bad.returncode != 0 and "not a time zone" in bad.stderr and "Traceback" not in bad.stderr

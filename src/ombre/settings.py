@@ -32,6 +32,18 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() not in {"0", "false", "no", "off"}
 
 
+def _zone(name: str) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        from .errors import UsageError
+
+        raise UsageError(f"OMBRE_TZ={name!r} is not a time zone", hint="use an IANA name such as Asia/Shanghai") from None
+    return name
+
+
 ENCODERS = ("e5", "use")
 
 
@@ -112,6 +124,7 @@ class Settings:
     llm_daily_calls: int = 200
     llm_daily_tokens: int = 300_000
     claude_bin: str = "claude"  # OMBRE_CLAUDE_BIN: the Claude Code CLI that OMBRE_LLM=claude-code asks
+    tz: str = SHANGHAI  # OMBRE_TZ: the zone times are shown in to the person (stored times stay UTC)
     async_distill: bool = True  # ASYNC_DISTILL=0 turns background distillation off
     distill_warmup: bool = False  # OMBRE_DISTILL_WARMUP=1: a new session's recent turns are read too
 
@@ -175,6 +188,7 @@ class Settings:
             llm_daily_calls=_int(env, "OMBRE_LLM_DAILY_CALLS", 200),
             llm_daily_tokens=_int(env, "OMBRE_LLM_DAILY_TOKENS", 300_000),
             claude_bin=env.get("OMBRE_CLAUDE_BIN") or "claude",
+            tz=_zone(env.get("OMBRE_TZ") or SHANGHAI),
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),
         )
