@@ -130,3 +130,26 @@ def test_concurrent_holds_through_http_and_cli_lose_nothing(server, tmp_path):
     contents = [m["content"] for m in json.loads(listed.stdout)]
     expected = {f"并发写入 {who} 第{i}条" for who in ("h0", "h1", "c0", "c1") for i in range(n)}
     assert len(contents) == len(expected) and set(contents) == expected  # nothing lost, nothing twice
+
+
+def test_hold_and_breath_use_a_running_serve_on_the_same_database(tmp_path):
+    """Issue #17 item 8: with `ombre serve` up on this OMBRE_HOME, the CLI asks it (its models are loaded)
+    instead of opening the store and loading them again; a serve for another home is not used."""
+    from tests.servers import Server, ombre_env
+
+    server = Server(tmp_path, token="tok")
+    try:
+        cli = lambda *a, **e: subprocess.run([sys.executable, "-m", "ombre.cli", *a],  # noqa: E731
+                                             env={**ombre_env(tmp_path, OMBRE_URL=server.url), **e},
+                                             capture_output=True, text=True, timeout=120)
+        refused = cli("hold", "她喜欢桂花乌龙", "--quote", "我最喜欢桂花乌龙")
+        # no token: the service answers 401 — which only a request through it can get
+        assert refused.returncode != 0 and "bearer token" in refused.stderr, refused.stderr
+        held = cli("hold", "她喜欢桂花乌龙", "--quote", "我最喜欢桂花乌龙", "--json", OMBRE_TOKEN="tok")
+        assert held.returncode == 0 and json.loads(held.stdout)["stored"], held.stderr
+        found = cli("breath", "她爱喝什么茶", OMBRE_TOKEN="tok")
+        assert found.returncode == 0 and "桂花乌龙" in found.stdout
+        elsewhere = cli("breath", "她爱喝什么茶", OMBRE_HOME=str(tmp_path / "other-home"))
+        assert elsewhere.returncode == 0 and "桂花乌龙" not in elsewhere.stdout  # another home: its own store
+    finally:
+        server.stop()

@@ -331,6 +331,39 @@ def demo(settings: Settings, keep: Path | None) -> None:
             click.echo(value)
 
 
+def _via_serve(settings: Settings, route: str, body: dict) -> dict | None:
+    """Ask a running `ombre serve` on this very database (its models are loaded: no model load per command);
+    None when none answers, and the command opens the store itself. Once the service has answered /health,
+    its answer is the answer: a refusal is raised as such, and a lost reply is never retried locally (a hold
+    could land twice)."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {settings.token}"}
+                                                       if settings.token else {})
+    try:
+        with urllib.request.urlopen(settings.memory_url + "/health", timeout=0.5) as r:
+            if json.loads(r.read()).get("database") != str(settings.memory_db):
+                return None  # a service on another OMBRE_HOME
+    except (OSError, ValueError):
+        return None
+    request = urllib.request.Request(settings.memory_url + route, json.dumps(body, ensure_ascii=False).encode(),
+                                     headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            answer = json.loads(exc.read())
+        except ValueError:
+            answer = {}
+        raise UsageError(answer.get("message") or f"ombre serve refused the request ({exc.code})",
+                         hint=answer.get("hint", "")) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"ombre serve did not answer ({exc}); the request may or may not have been carried out",
+                         hint="check with `ombre memories list`, then try again") from None
+
+
 def _service(settings: Settings):
     from .write.commitment_arbitrate import open_service
 
@@ -358,16 +391,20 @@ def hold(settings: Settings, content: str, title: str, kind: str, tags: tuple[st
          pinned: bool, valence: float, arousal: float, domain: str, event_date: str | None, quote: str | None,
          from_session: str | None, auto: bool, as_json: bool) -> None:
     """Remember one thing (write_gate, scarcity and the evidence chain apply)."""
-    from .memory.hold import HoldRequest
+    from .memory.hold import HoldRequest, HoldResult
 
-    service = _service(settings)
-    try:
-        result = service.hold(HoldRequest(
-            content=content, title=title, type=kind, tags=list(tags), importance=importance, pinned=pinned,
-            valence=valence, arousal=arousal, domain=domain, event_date=event_date, quote=quote,
-            from_session=from_session, source="auto" if auto else "manual"))
-    finally:
-        service.close()
+    req = HoldRequest(content=content, title=title, type=kind, tags=list(tags), importance=importance, pinned=pinned,
+                      valence=valence, arousal=arousal, domain=domain, event_date=event_date, quote=quote,
+                      from_session=from_session, source="auto" if auto else "manual")
+    served = _via_serve(settings, "/v1/hold", asdict(req))
+    if served is not None:
+        result = HoldResult(**served)
+    else:
+        service = _service(settings)
+        try:
+            result = service.hold(req)
+        finally:
+            service.close()
     _emit(as_json, result, lambda: _format_hold(result))
     if not result.stored:
         sys.exit(3)
@@ -405,11 +442,16 @@ def breath(settings: Settings, query: str, max_results: int, max_tokens: int, do
     session start."""
     from .memory.breath import BreathRequest
 
+    req = BreathRequest(query=query, max_results=max_results, max_tokens=max_tokens, domain=domain, valence=valence,
+                        arousal=arousal, is_session_start=session_start, context=list(context) or None)
+    served = _via_serve(settings, "/v1/breath", asdict(req))
+    if served is not None:
+        _emit(as_json, served, lambda: "\n".join([served.get("text", "")]
+                                                  + [f"  degraded {d}" for d in served.get("degraded", [])]))
+        return
     service = _service(settings)
     try:
-        result = service.breath(BreathRequest(query=query, max_results=max_results, max_tokens=max_tokens,
-                                              domain=domain, valence=valence, arousal=arousal,
-                                              is_session_start=session_start, context=list(context) or None))
+        result = service.breath(req)
     finally:
         service.close()
     _emit(as_json, result, lambda: _format_breath(result))
