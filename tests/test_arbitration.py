@@ -327,5 +327,6 @@ def test_trace_times_are_shown_in_the_persons_zone(tmp_path):
     shanghai = run("memories", "trace", old["id"]).stdout
     assert " CST  overwritten by" in shanghai  # Asia/Shanghai by default
     assert " UTC  overwritten by" in run("memories", "trace", old["id"], OMBRE_TZ="UTC").stdout
+    assert "CST, last active" in run("memories", "show", old["id"]).stdout
     bad = run("memories", "trace", old["id"], OMBRE_TZ="Mars/Olympus")
     assert bad.returncode != 0 and "not a time zone" in bad.stderr and "Traceback" not in bad.stderr

@@ -619,7 +619,8 @@ def _show_memory(settings: Settings, memory_id: str, as_json: bool, **change: ob
         m = service.set_flag(memory_id, **change) if change else service.get(memory_id)
     finally:
         service.close()
-    detail = "" if change else "\n" + json.dumps(m.to_dict(), ensure_ascii=False, indent=2)
+    detail = "" if change else (f"\n  created {_local(settings, m.created)}, last active {_local(settings, m.last_active)}"
+                                "\n" + json.dumps(m.to_dict(), ensure_ascii=False, indent=2))
     _emit(as_json, m.to_dict(), lambda: _memory_line(m) + detail)
 
 
@@ -1211,7 +1212,7 @@ def distill_status(settings: Settings, session: str | None, as_json: bool) -> No
         if "session" in report:
             lines.append(f"session   {report['session']}  cursor {(report['cursor'] or {}).get('uuid', 'none')}"
                          f"  new person turns {report['new_person_turns']}")
-        lines += [f"  {o.get('at', '')}  {'ran' if o.get('ran') else 'skip'}  {o.get('reason', '')}"
+        lines += [f"  {_local(settings, o.get('at'))}  {'ran' if o.get('ran') else 'skip'}  {o.get('reason', '')}"
                   for o in report["last_outcomes"]]
         return "\n".join(lines)
 
