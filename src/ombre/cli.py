@@ -1116,16 +1116,9 @@ def keeper_status(settings: Settings, session: str | None, as_json: bool) -> Non
 def keeper_seed(settings: Settings, as_json: bool) -> None:
     """Start both cooldowns now (seed §5: after a deploy or a parser change), so the keeper cannot fire back
     to back; today's count, failures and the breaker are kept as they are."""
-    import datetime as dt
+    from .tunnel.keeper import seed
 
-    from .tunnel.keeper import KeeperState
-
-    now = dt.datetime.now(dt.timezone.utc)
-    state = KeeperState.load(settings.keeper_state, now)
-    stamp = now.isoformat(timespec="seconds")
-    state.last_diet = state.last_forge = stamp
-    state.note = f"seeded {stamp}: cooldowns start now"
-    state.save(settings.keeper_state)
+    stamp = seed(settings)
     report = {"state": str(settings.keeper_state), "last_diet": stamp, "last_forge": stamp,
               "diet_cooldown_mins": settings.diet_cooldown_mins, "forge_cooldown_mins": settings.forge_cooldown_mins}
     _emit(as_json, report, lambda: f"cooldowns seeded at {_local(settings, stamp)}: no diet for {settings.diet_cooldown_mins} min, "

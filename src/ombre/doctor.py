@@ -140,12 +140,9 @@ def run(s: Settings, fix: bool = False) -> list[Check]:
     if fix:
         for c in checks:
             if c.name == "keeper cooldowns" and not c.ok and not s.keeper_state.exists():
-                from .tunnel.keeper import KeeperState
+                from .tunnel.keeper import seed
 
-                stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-                KeeperState(last_diet=stamp, last_forge=stamp, note=f"seeded by ombre doctor --fix {stamp}").save(
-                    s.keeper_state)
-                c.fixed = f"seeded the cooldowns at {stamp}"
+                c.fixed = f"seeded the cooldowns at {seed(s, by='ombre doctor --fix')}"
     return checks
 
 

@@ -255,6 +255,18 @@ def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.dateti
     }
 
 
+def seed(s: Settings, now: dt.datetime | None = None, by: str = "ombre keeper seed") -> str:
+    """Start both cooldowns now (seed §5: after a deploy or a parser change), so the keeper cannot fire back
+    to back; today's count, failures and the breaker are kept. Returns the time written."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    state = KeeperState.load(s.keeper_state, now)
+    stamp = now.isoformat(timespec="seconds")
+    state.last_diet = state.last_forge = stamp
+    state.note = f"seeded by {by} {stamp}: cooldowns start now"
+    state.save(s.keeper_state)
+    return stamp
+
+
 def newest_written(s: Settings) -> str | None:
     """The newest session id a diet, forge or tunnel wrote (from the run log)."""
     for entry in reversed(history.read(s.history_log, limit=200)):
