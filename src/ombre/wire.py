@@ -34,11 +34,16 @@ def _first_problem(value: object, where: str) -> str | None:
     return None
 
 
-def body_problem(raw: bytes) -> str | None:
-    """Why a JSON request body cannot be taken, or None when it can (what is not JSON at all is left to
-    the framework's own answer)."""
+def size_problem(raw: bytes) -> str | None:
+    """Why a request body is too large to take, or None."""
     if len(raw) > MAX_BODY_BYTES:
         return f"the body is {len(raw):,} bytes, over the limit of {MAX_BODY_BYTES:,}"
+    return None
+
+
+def body_problem(raw: bytes) -> str | None:
+    """Why a JSON request body cannot be taken as text and numbers, or None when it can (what is not JSON at
+    all is left to the framework's own answer). The size is size_problem's to judge."""
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):

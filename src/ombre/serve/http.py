@@ -16,7 +16,7 @@ from ..inject.cards import InjectRequest, SessionStartRequest, session_block, tu
 from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest
 from ..memory.service import MemoryService
-from ..wire import MAX_BODY_BYTES, body_problem
+from ..wire import body_problem, size_problem
 from .mcp import build_mcp
 
 
@@ -48,13 +48,12 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
             raw = await request.body()
             # every POST is size-capped; the API's bodies are also checked for text and numbers (the MCP
             # endpoint's arguments are checked by the library it calls)
-            problem = body_problem(raw) if request.url.path.startswith("/v1/") else \
-                (f"the body is {len(raw):,} bytes, over the limit of {MAX_BODY_BYTES:,}" if len(raw) > MAX_BODY_BYTES
-                 else None)
+            too_big = size_problem(raw)
+            problem = too_big or (body_problem(raw) if request.url.path.startswith("/v1/") else None)
             if problem:
-                status = 413 if problem.startswith("the body is") else 422
                 return JSONResponse({"error": "MemoryInputError", "message": problem,
-                                     "hint": "send a JSON object of UTF-8 text and finite numbers"}, status_code=status)
+                                     "hint": "send a JSON object of UTF-8 text and finite numbers"},
+                                    status_code=413 if too_big else 422)
         return await call_next(request)
 
     @app.exception_handler(OmbreError)
