@@ -341,12 +341,11 @@ def _via_serve(settings: Settings, route: str, body: dict) -> dict | None:
 
     headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {settings.token}"}
                                                        if settings.token else {})
-    try:
-        with urllib.request.urlopen(settings.memory_url + "/health", timeout=0.5) as r:
-            if json.loads(r.read()).get("database") != str(settings.memory_db):
-                return None  # a service on another OMBRE_HOME
-    except (OSError, ValueError):
-        return None
+    from .client import health
+
+    up = health(settings.memory_url, timeout=0.5)
+    if up is None or up.get("database") != str(settings.memory_db):
+        return None  # nothing answers, or a service on another OMBRE_HOME
     request = urllib.request.Request(settings.memory_url + route, json.dumps(body, ensure_ascii=False).encode(),
                                      headers)
     try:

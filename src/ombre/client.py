@@ -95,3 +95,15 @@ def _post_urllib(url: str, data: bytes, token: str | None, timeout: float) -> by
     with urllib.request.urlopen(urllib.request.Request(url, data, headers), timeout=timeout) as response:
         answer = response.read(MAX_ANSWER_BYTES + 1)
         return None if len(answer) > MAX_ANSWER_BYTES else answer
+
+
+def health(url: str, timeout: float) -> dict | None:
+    """`ombre serve`'s /health at `url` (the service's base URL), or None when nothing answers with JSON."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=timeout) as response:
+            answer = json.loads(response.read(MAX_ANSWER_BYTES + 1))
+    except (OSError, ValueError):
+        return None
+    return answer if isinstance(answer, dict) else None

@@ -7,9 +7,7 @@ fails, what to do. `fix` does only the safe ones: seed the keeper's cooldowns, t
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
-import urllib.request
 from dataclasses import asdict, dataclass
 
 from .errors import OmbreError
@@ -30,11 +28,11 @@ class Check:
 
 
 def _serve(s: Settings) -> Check:
-    try:
-        with urllib.request.urlopen(s.memory_url + "/health", timeout=2) as r:
-            health = json.loads(r.read())
-    except (OSError, ValueError) as exc:
-        return Check("memory service", False, f"nothing answers at {s.memory_url} ({exc})",
+    from .client import health as probe
+
+    health = probe(s.memory_url, timeout=2)
+    if health is None:
+        return Check("memory service", False, f"nothing answers at {s.memory_url}",
                      "start it: `ombre serve` (or `systemctl --user start ombre-serve` after `ombre install service`)")
     ok = health.get("status") == "ok"
     return Check("memory service", ok, f"{health.get('status')} at {s.memory_url}, version {health.get('version')}, "
