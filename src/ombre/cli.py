@@ -488,7 +488,8 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
         # memories without a vector from every encoder (an older store, a model that was away) are embedded
         # while serving; recall finds them by their other signals meanwhile (progress: GET /health)
         threading.Thread(target=service.embed_pending, name="ombre-embed", daemon=True).start()
-        threading.Thread(target=_daily_backups, args=(settings,), name="ombre-backup", daemon=True).start()
+        threading.Thread(target=backup.daily, args=(settings.memory_db, settings.backups_dir, settings.backups_keep),
+                         name="ombre-backup", daemon=True).start()
         # the ready line is printed once the socket listens (uvicorn's own "started" is at log level info)
         config = uvicorn.Config(create_app(service, token), host=host, port=port, log_level="warning")
         server = uvicorn.Server(config)
@@ -508,35 +509,6 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
                              hint="stop what holds the port, or pick another with --port")
     finally:
         service.close()
-
-
-def _daily_backups(settings: Settings, check_every_s: float = 3600.0) -> None:
-    """`ombre serve`'s backup of the memory database: one a day, the newest OMBRE_BACKUPS_KEEP kept. A failed
-    backup is tried again at the next check; it never stops the service."""
-    from .memory import backup
-
-    while True:
-        if backup.due(settings.backups_dir):
-            try:
-                backup.take(settings.memory_db, settings.backups_dir, settings.backups_keep)
-            except OmbreError:
-                pass
-        time.sleep(check_every_s)
-
-
-@main.command()
-@click.option("--fix", is_flag=True, help="Do the safe fixes: seed the keeper's cooldowns, take a backup.")
-@json_option
-@click.pass_obj
-@handles_errors
-def doctor(settings: Settings, fix: bool, as_json: bool) -> None:
-    """Check the whole set-up (seed §11.4): service, hooks, bridge, keeper, distillation, database, backup."""
-    from . import doctor as checkup
-
-    checks = checkup.run(settings, fix=fix)
-    _emit(as_json, checkup.as_dicts(checks), lambda: checkup.report(checks))
-    if any(not c.ok and not c.fixed for c in checks):
-        sys.exit(1)
 
 
 @main.command("backup")

@@ -8,9 +8,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
+import time
 from pathlib import Path
 
-from ..errors import StoreError, UsageError
+from ..errors import OmbreError, StoreError, UsageError
 
 PREFIX, SUFFIX = "ombre-", ".db"
 DAY = dt.timedelta(days=1)
@@ -95,6 +96,18 @@ def due(backups_dir: Path, now: dt.datetime | None = None) -> bool:
     now = now or dt.datetime.now(dt.timezone.utc)
     age = now.timestamp() - newest[0].stat().st_mtime
     return age >= DAY.total_seconds()
+
+
+def daily(db_path: Path, backups_dir: Path, keep: int, check_every_s: float = 3600.0) -> None:
+    """`ombre serve`'s backup loop: one a day, the newest `keep` kept. A failed backup is tried again at the
+    next check; it never stops the service."""
+    while True:
+        if due(backups_dir):
+            try:
+                take(db_path, backups_dir, keep)
+            except OmbreError:
+                pass
+        time.sleep(check_every_s)
 
 
 def newest_good(backups_dir: Path) -> Path | None:
