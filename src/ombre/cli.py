@@ -511,6 +511,21 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
         service.close()
 
 
+@main.command()
+@click.option("--fix", is_flag=True, help="Do the safe fixes: seed the keeper's cooldowns, take a backup.")
+@json_option
+@click.pass_obj
+@handles_errors
+def doctor(settings: Settings, fix: bool, as_json: bool) -> None:
+    """Check the whole set-up (seed §11.4): service, hooks, bridge, keeper, distillation, database, backup."""
+    from . import doctor as checkup
+
+    checks = checkup.run(settings, fix=fix)
+    _emit(as_json, checkup.as_dicts(checks), lambda: checkup.report(checks))
+    if any(not c.ok and not c.fixed for c in checks):
+        sys.exit(1)
+
+
 @main.command("backup")
 @click.option("--list", "listing", is_flag=True, help="List the backups instead of taking one.")
 @json_option
