@@ -54,13 +54,16 @@ class Server:
             self.proc.kill()
 
 
-def cc_connect_file(tmp_path: Path, sid: str) -> Path:
-    f = tmp_path / "cc" / "sessions" / "companion_1a2b3c4d.json"
+def cc_connect_file(tmp_path: Path, sid: str, work_dir: str = "/home/user/companion", key: str = "qq:42") -> Path:
+    """cc-connect's session file for project "companion" in `work_dir`, named and shaped as it writes it."""
+    import hashlib
+
+    f = tmp_path / ".cc-connect" / "sessions" / f"companion_{hashlib.sha256(work_dir.encode()).hexdigest()[:8]}.json"
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(json.dumps({
         "sessions": {"s1": {"id": "s1", "name": "default", "agent_session_id": sid, "agent_type": "claudecode",
                             "past_agent_session_ids": [], "history": [], "created_at": "2026-12-01T10:00:00+08:00",
                             "updated_at": "2026-12-03T10:00:00+08:00", "last_user_activity": "2026-12-03T10:00:00+08:00"}},
-        "active_session": {"telegram:42:42": "s1"}, "user_sessions": {"telegram:42:42": ["s1"]}, "counter": 1,
+        "active_session": {key: "s1"}, "user_sessions": {key: ["s1"]}, "counter": 1,
         "session_names": {}, "user_meta": {}, "version": 1}, ensure_ascii=False))
     return f

@@ -59,13 +59,14 @@ def heavy_session(folder: Path, used: int, *, turns: int = 24, seed: int = 1) ->
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+    # no CLAUDE_CONFIG_DIR: cc-connect looks for sessions under $HOME/.claude only (DESIGN §3)
+    return {"HOME": str(tmp_path),
             "OMBRE_HOME": str(tmp_path / "ombre"), "OMBRE_URL": f"http://127.0.0.1:{free_port()}"}
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    return tmp_path / "claude" / "projects" / "-home-user-companion"
+    return tmp_path / ".claude" / "projects" / "-home-user-companion"
 
 
 def file_bridge(tmp_path: Path, sid: str) -> FileBridge:
@@ -214,7 +215,7 @@ def test_a_truncated_state_file_restarts_the_cooldowns_instead_of_firing(tmp_pat
 def test_cc_connect_binding_keeps_the_old_id_and_refuses_a_missing_file(tmp_path, project):
     path = heavy_session(project, used=100_000)
     f = cc_connect_file(tmp_path, path.stem)
-    bridge = CcConnectBridge(f, "true", "true")
+    bridge = CcConnectBridge(f, "true", "true", home=tmp_path)
     assert bridge.bound_sid() == path.stem
     with pytest.raises(BridgeError, match="start a fresh session"):
         bridge.bind("00000000-0000-4000-8000-000000000000", project)
@@ -232,7 +233,7 @@ def test_a_corrupt_bridge_file_stops_the_tunnel_before_anything_is_written(tmp_p
     f.write_text('{"sessions": {"s1": ')
     before = sorted(p.name for p in project.iterdir())
     with pytest.raises(BridgeError, match="cannot read the bridge"):
-        run(Settings.from_env(env), path, TunnelOptions(), bridge=CcConnectBridge(f, "true", "true"), holder=None)
+        run(Settings.from_env(env), path, TunnelOptions(), bridge=CcConnectBridge(f, "true", "true", home=tmp_path), holder=None)
     assert sorted(p.name for p in project.iterdir()) == before and f.read_text() == '{"sessions": {"s1": '
 
 
@@ -240,7 +241,7 @@ def test_a_failed_bind_leaves_the_old_session_bound_and_running_and_rebind_finis
     path = heavy_session(project, used=150_000)
     settings = Settings.from_env(env)
     flag = tmp_path / "running"
-    good = CcConnectBridge(cc_connect_file(tmp_path, path.stem), f"rm -f {flag}", f"touch {flag}")
+    good = CcConnectBridge(cc_connect_file(tmp_path, path.stem), f"rm -f {flag}", f"touch {flag}", home=tmp_path)
     result = run(settings, path, TunnelOptions(hold=False), bridge=_FailingBind(good), holder=None)
     assert not result.ok and "ombre rebind" in result.rebind and result.started and flag.exists()
     assert good.bound_sid() == path.stem
@@ -260,6 +261,9 @@ class _FailingBind:
 
     def bound_sid(self):
         return self.inner.bound_sid()
+
+    def target(self, sid, project_dir):
+        return self.inner.target(sid, project_dir)
 
     def stop(self):
         self.inner.stop()
@@ -298,7 +302,7 @@ def test_a_tunnel_killed_at_any_step_never_leaves_a_bad_binding(tmp_path, env, p
     proc = subprocess.run([sys.executable, "-c", KILLER, step, str(path), str(cc), str(flag)],
                           env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 137, proc.stderr
-    bridge = CcConnectBridge(cc, f"rm -f {flag}", f"touch {flag}")
+    bridge = CcConnectBridge(cc, f"rm -f {flag}", f"touch {flag}", home=tmp_path)
     bound = bridge.bound_sid()
     assert sha256(path) == original  # the old session is always intact and resumable
     if bound != path.stem:

@@ -67,6 +67,7 @@ class Settings:
     claude_home: Path
     ombre_home: Path
     claude_json: Path | None = None  # Claude Code's global config (user-scope MCP servers live here)
+    user_home: Path | None = None  # $HOME: cc-connect looks for transcripts under it, whatever CLAUDE_CONFIG_DIR says
     auto_forge: bool = True
     context_window: int = 200_000
     diet_pct: int = 55
@@ -109,6 +110,11 @@ class Settings:
     bridge_status: str | None = None
     bridge_key: str | None = None
     bridge_nudge: str | None = None
+    # cc-connect (tunnel/cc_connect.py): its config, which project, and that project's work dir; with these the
+    # session file is found without OMBRE_BRIDGE_FILE, and a binding it would not resume is refused
+    cc_connect_config: Path | None = None
+    bridge_project: str | None = None
+    bridge_work_dir: Path | None = None
     # the keeper (seed §10): a band below each threshold that must be crossed before it fires again, and a
     # breaker that stops automatic runs after this many failures in a row
     hysteresis_pct: int = 3
@@ -136,6 +142,7 @@ class Settings:
         ombre_home = Path(env["OMBRE_HOME"]) if env.get("OMBRE_HOME") else home / ".ombre"
         config_root = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home
         return cls(
+            user_home=home.expanduser(),
             claude_home=claude_home.expanduser(),
             claude_json=(config_root / ".claude.json").expanduser(),
             ombre_home=ombre_home.expanduser(),
@@ -177,6 +184,10 @@ class Settings:
             bridge_status=env.get("OMBRE_BRIDGE_STATUS") or None,
             bridge_key=env.get("OMBRE_BRIDGE_KEY") or None,
             bridge_nudge=env.get("OMBRE_BRIDGE_NUDGE") or None,
+            cc_connect_config=Path(env.get("OMBRE_CC_CONNECT_CONFIG") or home / ".cc-connect" / "config.toml"
+                                   ).expanduser(),
+            bridge_project=env.get("OMBRE_BRIDGE_PROJECT") or None,
+            bridge_work_dir=Path(env["OMBRE_BRIDGE_WORK_DIR"]).expanduser() if env.get("OMBRE_BRIDGE_WORK_DIR") else None,
             hysteresis_pct=_int(env, "AUTO_FORGE_HYSTERESIS_PCT", 3),
             max_failures=_int(env, "AUTO_FORGE_MAX_FAILURES", 3),
             backups_keep=_int(env, "OMBRE_BACKUPS_KEEP", 20),

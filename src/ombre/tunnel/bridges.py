@@ -1,10 +1,11 @@
 """Bridges: what points a chat at a Claude Code session id, and how to re-point it (seed §3, §4; DESIGN §3).
 
 Three adapters behind one small interface:
-- cc-connect: its session file (`~/.cc-connect/sessions/<project>[_<hash>].json`). cc-connect rewrites that
-  file on its own saves, so it is stopped, edited atomically (the old id appended to
-  `past_agent_session_ids`), and started again. It silently starts FRESH if `<sid>.jsonl` is missing from
-  the project folder, so binding refuses an id whose file is not there.
+- cc-connect: its session file (`<data_dir>/sessions/<project>_<hash>.json`, found from its config or the work
+  dir, cc_connect.py). cc-connect rewrites that file whole on its own saves and reads it only at start, so it
+  is stopped, edited atomically (the old id appended to `past_agent_session_ids`), and started again. It
+  silently starts FRESH if `<sid>.jsonl` is missing where it looks (under $HOME, by its own encoding of the
+  work dir), so binding refuses an id it would not find there.
 - command: the person's own stop / bind / start (and optional status) commands.
 - file: a plain file holding the bound id, for other bridges and scripts.
 Set `reset_on_idle_mins = 0` in cc-connect's config: its default (30) starts a fresh session after half an
@@ -16,13 +17,14 @@ import datetime as dt
 import json
 import shlex
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from ..errors import BridgeError, UsageError
 from ..files import replace_atomic
 from ..settings import Settings
+from . import cc_connect
 
 COMMAND_TIMEOUT_S = 60
 
@@ -31,6 +33,10 @@ class Bridge(Protocol):
     name: str
 
     def bound_sid(self) -> str | None: ...
+
+    def target(self, sid: str, project_dir: Path) -> Path:
+        """The file the bridge would resume for `sid`; raises BridgeError when it would start fresh instead."""
+        ...
 
     def stop(self) -> None: ...
 
@@ -71,6 +77,9 @@ class _StopStart:
     stop_command: str | None
     start_command: str | None
 
+    def target(self, sid: str, project_dir: Path) -> Path:
+        return check_target(sid, project_dir)
+
     def stop(self) -> None:
         run_command(self.stop_command, "stop")
 
@@ -83,15 +92,32 @@ class CcConnectBridge(_StopStart):
     session_file: Path
     stop_command: str | None = None
     start_command: str | None = None
-    key: str | None = None  # "<platform>:<chat>:<user>" of the conversation to re-point; default: the latest
+    key: str | None = None  # the conversation to re-point ("qq:42", "telegram:<chat>:<user>"); default: the latest
+    work_dir: Path | None = None  # the project's work_dir; None: the one the session recorded
+    home: Path = field(default_factory=Path.home)  # cc-connect's $HOME
     name: str = "cc-connect"
+
+    def target(self, sid: str, project_dir: Path) -> Path:
+        path = check_target(sid, project_dir)
+        work_dir = self.work_dir or cc_connect.recorded_cwd(path)
+        if work_dir is None:
+            raise BridgeError(f"cannot tell cc-connect's work dir: {path.name} records none",
+                              hint="set OMBRE_BRIDGE_WORK_DIR to the project's work_dir; nothing was re-bound")
+        tag = self.session_file.name.removesuffix(".json").removesuffix(".sessions").rpartition("_")[2]
+        if len(tag) == 8 and all(c in "0123456789abcdef" for c in tag) and cc_connect.work_dir_hash(work_dir) != tag:
+            raise BridgeError(f"{self.session_file.name} belongs to another work dir than {work_dir}: cc-connect "
+                              "would not resume this session for that project",
+                              hint="check OMBRE_BRIDGE_WORK_DIR / OMBRE_BRIDGE_FILE; nothing was re-bound")
+        cc_connect.check_visible(self.home, work_dir, sid, path)
+        return path
 
     def _load(self) -> dict:
         try:
             data = json.loads(self.session_file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise BridgeError(f"no cc-connect session file at {self.session_file}",
-                              hint="set OMBRE_BRIDGE_FILE to ~/.cc-connect/sessions/<project>.json") from None
+                              hint="send the bot one message first (cc-connect writes it then), or check "
+                                   "OMBRE_BRIDGE_WORK_DIR / OMBRE_BRIDGE_FILE") from None
         except (OSError, ValueError) as exc:
             raise BridgeError(f"the cc-connect session file {self.session_file} cannot be read: {exc}",
                               hint="it is left as it is; fix or restore it (cc-connect keeps no backup)") from None
@@ -121,7 +147,7 @@ class CcConnectBridge(_StopStart):
         return self._active(self._load()).get("agent_session_id") or None
 
     def bind(self, sid: str, project_dir: Path) -> None:
-        check_target(sid, project_dir)
+        self.target(sid, project_dir)
         data = self._load()
         session = self._active(data)
         old = session.get("agent_session_id")
@@ -150,7 +176,7 @@ class CommandBridge(_StopStart):
         return run_command(self.status_command, "status").strip() or None
 
     def bind(self, sid: str, project_dir: Path) -> None:
-        path = check_target(sid, project_dir)
+        path = self.target(sid, project_dir)
         run_command(self.bind_command, "bind", sid=sid, path=str(path))
 
 
@@ -168,7 +194,7 @@ class FileBridge(_StopStart):
             return None
 
     def bind(self, sid: str, project_dir: Path) -> None:
-        check_target(sid, project_dir)
+        self.target(sid, project_dir)
         replace_atomic(self.path, (sid + "\n").encode("utf-8"))
 
 
@@ -178,14 +204,13 @@ def from_settings(settings: Settings) -> Bridge | None:
     if kind in ("", "none"):
         return None
     if kind == "cc-connect":
-        if not settings.bridge_file:
-            raise UsageError("OMBRE_BRIDGE=cc-connect needs OMBRE_BRIDGE_FILE (its sessions/<project>.json)")
+        where = cc_connect.locate(settings)
         if not (settings.bridge_stop and settings.bridge_start):
             raise UsageError("OMBRE_BRIDGE=cc-connect needs OMBRE_BRIDGE_STOP and OMBRE_BRIDGE_START",
                              hint="cc-connect overwrites its session file while it runs, so it must be stopped "
                                   "for the edit (e.g. systemctl --user stop cc-connect)")
-        return CcConnectBridge(settings.bridge_file, settings.bridge_stop, settings.bridge_start,
-                               settings.bridge_key)
+        return CcConnectBridge(where.session_file, settings.bridge_stop, settings.bridge_start, settings.bridge_key,
+                               where.work_dir, settings.user_home or Path.home())
     if kind == "command":
         if not settings.bridge_bind:
             raise UsageError("OMBRE_BRIDGE=command needs OMBRE_BRIDGE_BIND (a command with {sid} in it)")

@@ -25,7 +25,7 @@ from ..window.diet import DietOptions, run as run_diet
 from ..window.forge import ForgeOptions, ForgeResult, run as run_forge
 from ..window.select import Selector
 from ..window.verify import Expectation, verify_session
-from .bridges import Bridge, check_target, run_command
+from .bridges import Bridge, run_command
 from .handoff import prepare
 
 Holder = Callable[[str, str], str]  # (handoff text, old sid) → memory id; raises on failure
@@ -136,6 +136,15 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
             result.warnings.append(f"cannot read the bound session: {exc.message}")
         if result.bound_sid and result.bound_sid != result.old_sid:
             result.warnings.append(f"the bridge is bound to {result.bound_sid}, not to {result.old_sid}")
+        # The new file goes beside this one: if the bridge would not resume a session from this folder, it would
+        # not resume the new one either, so say so before anything is written.
+        try:
+            bridge.target(result.old_sid, path.parent)
+        except BridgeError as exc:
+            if not options.dry_run:
+                raise BridgeError(f"the bridge could not resume a session written here: {exc.message}",
+                                  hint=exc.hint) from None
+            result.warnings.append(f"a real run would stop here: {exc.message}")
 
     def step(name: str) -> None:
         on_step(name)
@@ -217,7 +226,7 @@ def _rewrite(settings: Settings, path: Path, options: TunnelOptions, handoff: st
 def _rebind(settings: Settings, bridge: Bridge, new_sid: str, project_dir: Path,
             step: Callable[[str], None]) -> tuple[str, bool]:
     """stop → bind → start; on a failed bind the bridge is started again on its old binding."""
-    check_target(new_sid, project_dir)
+    bridge.target(new_sid, project_dir)
 
     def reach(name: str) -> None:  # journal first: a run that dies inside the step is finished by recover()
         _journal(settings, step=name, new_sid=new_sid)
