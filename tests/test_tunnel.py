@@ -421,3 +421,75 @@ def test_keeper_seed_then_a_pass_over_the_forge_line_must_skip(tmp_path, env, pr
     entry = Keeper(Settings.from_env(env), file_bridge(tmp_path, path.stem), None).tick(path, now=now)
     assert entry["decision"] == "skip" and "cooldown" in entry["reason"], entry
     assert sorted(p.name for p in project.glob("*.jsonl")) == [path.name]  # nothing was forged
+
+
+# -- the /new path (issue #17 item 5) ----------------------------------------------------------------------
+def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ombre.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=120)
+
+
+def _nudge_env(env: dict, tmp_path: Path) -> tuple[dict, Path]:
+    sent = tmp_path / "nudges.txt"
+    return {**env, "OMBRE_BRIDGE_NUDGE": f"printf '%s\\n' {{text}} >> {sent}"}, sent
+
+
+def test_slash_new_flag_sends_the_continuation_once_when_the_session_changes(tmp_path, env, project):
+    env, sent = _nudge_env(env, tmp_path)
+    old = heavy_session(project, used=60_000)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = _cli(env, "handoff", "prepare", str(old), "--write", "--to", str(work))
+    assert out.returncode == 0, out.stderr
+    handoff = (work / "SESSION_HANDOFF.md").read_text(encoding="utf-8")
+    assert handoff.startswith("【会话交接") and "「周四下午三点我要去复诊，你记得提醒我。」" in handoff
+    settings = Settings.from_env(env)
+    keeper = Keeper(settings, None, None)
+    keeper.tick(old, now=NOW)  # still on the old session: waiting
+    assert not sent.exists() and (settings.ombre_home / "waiting-for-new.json").exists()
+    new = heavy_session(project, used=20_000, turns=6, seed=5)  # what /new started
+    keeper.tick(new, now=NOW)
+    assert sent.read_text(encoding="utf-8").count("SESSION_HANDOFF.md") == 1
+    notes = [e for e in history.read(settings.metrics_log, limit=50) if "after /new" in e.get("reason", "")]
+    assert len(notes) == 1 and notes[0]["reason"].endswith("nudge sent")
+    keeper.tick(new, now=NOW + dt.timedelta(minutes=1))
+    keeper.tick(heavy_session(project, used=20_000, turns=6, seed=6), now=NOW + dt.timedelta(minutes=2))
+    assert sent.read_text(encoding="utf-8").count("SESSION_HANDOFF.md") == 1  # once, never again
+
+
+@pytest.mark.parametrize("swap", ["forge", "diet", "tunnel"])
+def test_a_swap_clears_the_slash_new_flag_so_only_one_continuation_fires(tmp_path, env, project, swap):
+    env, sent = _nudge_env(env, tmp_path)
+    old = heavy_session(project, used=150_000)
+    assert _cli(env, "handoff", "prepare", str(old), "--write", "--to", str(tmp_path)).returncode == 0
+    settings = Settings.from_env(env)
+    args = {"forge": ["forge", str(old), "--json"], "diet": ["diet", str(old), "--json"],
+            "tunnel": ["tunnel", str(old), "--no-hold", "--json"]}[swap]
+    out = _cli(env, *args)
+    assert out.returncode == 0, out.stderr
+    assert not (settings.ombre_home / "waiting-for-new.json").exists()
+    new_sid = json.loads(out.stdout)["new_session" if swap != "tunnel" else "new_sid"]
+    Keeper(settings, None, None).tick(project / f"{new_sid}.jsonl", now=NOW)
+    assert not sent.exists()  # no /new nudge (and with no bridge the tunnel sends none of its own)
+    assert any(e.get("mode") == "new-flag-cleared" for e in history.read(settings.history_log, limit=50))
+
+
+def test_a_session_ombre_wrote_is_not_taken_for_slash_new(tmp_path, env, project):
+    env, sent = _nudge_env(env, tmp_path)
+    old = heavy_session(project, used=150_000)
+    settings = Settings.from_env(env)
+    from ombre.tunnel import new_window
+
+    new_window.write(settings, old.stem, "交接", tmp_path)
+    result = run_forge_quietly(old)
+    history.append(settings.history_log, {"mode": "forge", "ok": True, "new_sid": result})
+    Keeper(settings, None, None).tick(project / f"{result}.jsonl", now=NOW)
+    assert not sent.exists() and new_window.waiting(settings) is None
+
+
+def run_forge_quietly(path: Path) -> str:
+    """A forge by some other route that did not clear the flag (an older ombre, a script)."""
+    from ombre.window.forge import ForgeOptions, run as forge
+    from ombre.window.select import Selector
+
+    return forge(path, ForgeOptions(selector=Selector(retain=20_000))).new_session

@@ -153,6 +153,7 @@ def diet(settings: Settings, session: str | None, retain: int | None, squash: in
         retain=settings.diet_retain if retain is None else retain,
         squash=settings.diet_squash if squash is None else squash,
         dry_run=dry_run, window=settings.context_window, history=settings.history_log))
+    _swapped(settings, result, "diet")
     _emit(as_json, result, lambda: format_result(result))
 
 
@@ -228,7 +229,16 @@ def forge(settings: Settings, session: str | None, squash: int | None, inject_fi
     result = run(path, ForgeOptions(selector=selector, squash=squash, inject_text=inject_text,
                                     inject_source=str(inject_file) if inject_file else None, dry_run=dry_run,
                                     window=settings.context_window, history=settings.history_log))
+    _swapped(settings, result, "forge")
     _emit(as_json, result, lambda: format_result(result))
+
+
+def _swapped(settings: Settings, result, what: str) -> None:
+    """A written forge or diet carries the continuation: a /new still awaited must not send a second one."""
+    from .tunnel import new_window
+
+    if not result.dry_run:
+        new_window.clear(settings, f"{what} wrote {result.new_session}")
 
 
 def _end(side: str, idx: int | None, uuid: str | None, ts: str | None):
@@ -898,16 +908,34 @@ def handoff() -> None:
 @handoff.command("prepare")
 @session_argument
 @click.option("--days", default=None, help="Build it from these Shanghai days only: 2026-08-03,2026-08-04.")
+@click.option("--write", "write_file", is_flag=True,
+              help="For /new: put it in the work dir as SESSION_HANDOFF.md and wait for the session id to change.")
+@click.option("--to", "folder", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The folder for SESSION_HANDOFF.md [default: the work dir the session recorded].")
 @json_option
 @click.pass_obj
 @handles_errors
-def handoff_prepare(settings: Settings, session: str | None, days: str | None, as_json: bool) -> None:
-    """Print the handoff pack (fixed fields, Chinese); edit it and pass it to `ombre tunnel --handoff-file`."""
+def handoff_prepare(settings: Settings, session: str | None, days: str | None, write_file: bool,
+                    folder: Path | None, as_json: bool) -> None:
+    """Print the handoff pack (fixed fields, Chinese); edit it and pass it to `ombre tunnel --handoff-file`,
+    or --write it for the person's own /new (the keeper then sends the continuation once)."""
+    from .transcript.sessions import recorded_cwd
+    from .tunnel import new_window
     from .tunnel.handoff import prepare
     from .window.select import parse_days
 
-    pack = prepare(_session(settings, session), parse_days(days) if days else ())
-    _emit(as_json, pack, pack.render)
+    path = _session(settings, session)
+    pack = prepare(path, parse_days(days) if days else ())
+    if not write_file:
+        _emit(as_json, pack, pack.render)
+        return
+    folder = folder or recorded_cwd(path)
+    if folder is None:
+        raise UsageError(f"{path.name} records no work dir", hint="say where with --to DIR")
+    flag = new_window.write(settings, path.stem, pack.render(), folder)
+    _emit(as_json, {**pack.to_dict(), "written": flag.handoff, "waiting_for_new": flag.old_sid},
+          lambda: f"wrote {flag.handoff}\nwaiting for /new: when the chat leaves {flag.old_sid}, the keeper sends "
+                  "the continuation once (a forge or tunnel before that cancels it)")
 
 
 def _bridge(settings: Settings):

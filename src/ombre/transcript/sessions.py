@@ -1,6 +1,7 @@
 """Finding a session file: by id, id prefix, path, or the newest session of a project folder."""
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from pathlib import Path
@@ -68,3 +69,19 @@ def find_session(ref: str | None, projects: Path, cwd: Path | None = None) -> Pa
         raise SessionError(f"session prefix {ref!r} is ambiguous; it matches {len(matches)} sessions:\n{listing}",
                            hint="give more characters of the id")
     return matches[0]
+
+
+def recorded_cwd(transcript: Path) -> Path | None:
+    """The working directory Claude Code recorded in a session (the first line that has one)."""
+    try:
+        with transcript.open("rb") as f:
+            for _, raw in zip(range(200), f):
+                try:
+                    cwd = json.loads(raw).get("cwd")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(cwd, str) and cwd:
+                    return Path(cwd)
+    except OSError:
+        return None
+    return None

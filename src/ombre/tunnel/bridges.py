@@ -24,6 +24,7 @@ from typing import Protocol
 from ..errors import BridgeError, UsageError
 from ..files import replace_atomic
 from ..settings import Settings
+from ..transcript.sessions import recorded_cwd
 from . import cc_connect
 
 COMMAND_TIMEOUT_S = 60
@@ -71,6 +72,17 @@ def run_command(command: str | None, what: str, **fmt: str) -> str:
     return proc.stdout
 
 
+def send_nudge(settings: Settings, text: str) -> str:
+    """Send a short continuation line into the chat through OMBRE_BRIDGE_NUDGE ("{text}" is filled in)."""
+    if not settings.bridge_nudge:
+        return "not configured (OMBRE_BRIDGE_NUDGE); the handoff in the new window carries the continuation"
+    try:
+        run_command(settings.bridge_nudge, "nudge", text=text)
+    except BridgeError as exc:
+        return f"failed: {exc.message}"
+    return "sent"
+
+
 class _StopStart:
     """stop() and start() run the person's commands (either may be unset: nothing to do)."""
 
@@ -99,7 +111,7 @@ class CcConnectBridge(_StopStart):
 
     def target(self, sid: str, project_dir: Path) -> Path:
         path = check_target(sid, project_dir)
-        work_dir = self.work_dir or cc_connect.recorded_cwd(path)
+        work_dir = self.work_dir or recorded_cwd(path)
         if work_dir is None:
             raise BridgeError(f"cannot tell cc-connect's work dir: {path.name} records none",
                               hint="set OMBRE_BRIDGE_WORK_DIR to the project's work_dir; nothing was re-bound")

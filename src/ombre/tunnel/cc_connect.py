@@ -14,7 +14,6 @@ These are read here exactly as cc-connect computes them, so a mismatch is refuse
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tomllib
 from dataclasses import dataclass
@@ -138,22 +137,6 @@ def resume_file(home: Path, work_dir: Path, sid: str) -> Path | None:
     if folder is None or not (folder / f"{sid}.jsonl").exists():
         return None
     return folder / f"{sid}.jsonl"
-
-
-def recorded_cwd(transcript: Path) -> Path | None:
-    """The working directory Claude Code recorded in a session (the first line that has one)."""
-    try:
-        with transcript.open("rb") as f:
-            for _, raw in zip(range(200), f):
-                try:
-                    cwd = json.loads(raw).get("cwd")
-                except (ValueError, AttributeError):
-                    continue
-                if isinstance(cwd, str) and cwd:
-                    return Path(cwd)
-    except OSError:
-        return None
-    return None
 
 
 def check_visible(home: Path, work_dir: Path, sid: str, target: Path) -> None:

@@ -1,5 +1,6 @@
 """The keeper (seed §10): a sidecar that runs diet and forge by itself, as an explicit state machine.
 
+    a session id that changed after /new (a flag `ombre handoff prepare --write` set) → the nudge, once
     read usage and idle time
       ├─ off, breaker open, below the diet threshold, not idle, or the daily cap reached → skip
       ├─ ≥ forge % (re-armed, past the forge cooldown) → (distill) → hold handoff → forge → re-bind → nudge
@@ -27,6 +28,7 @@ from ..settings import Settings
 from ..transcript.reader import Fingerprint
 from ..transcript.usage import used_pct
 from ..window import history
+from . import new_window
 from .bridges import Bridge
 from .tunnel import Holder, TunnelOptions, TunnelResult, run as run_tunnel
 
@@ -164,6 +166,10 @@ class Keeper:
         """One pass of the state machine for the session at `path`; returns the last metrics line."""
         s = self.settings
         now = now or dt.datetime.now(dt.timezone.utc)
+        nudged = new_window.on_session(s, path.stem)
+        if nudged is not None:
+            metric(s, {"decision": "note", "session": path.stem, "reason": "the chat moved to a new session after "
+                       f"/new: continuation nudge {nudged}"})
         state = KeeperState.load(s.keeper_state, now)
         loaded = replace(state)
         today = shanghai_date(now)

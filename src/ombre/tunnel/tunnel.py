@@ -25,7 +25,8 @@ from ..window.diet import DietOptions, run as run_diet
 from ..window.forge import ForgeOptions, ForgeResult, run as run_forge
 from ..window.select import Selector
 from ..window.verify import Expectation, verify_session
-from .bridges import Bridge, run_command
+from . import new_window
+from .bridges import Bridge, send_nudge
 from .handoff import prepare
 
 Holder = Callable[[str, str], str]  # (handoff text, old sid) → memory id; raises on failure
@@ -185,6 +186,8 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
     forged = _rewrite(settings, path, options, handoff, result)
     result.forge = asdict(forged)
     result.new_sid = forged.new_session
+    if not options.dry_run:
+        new_window.clear(settings, f"tunnel-{options.mode} wrote {forged.new_session}")
     if options.dry_run:
         result.rebind = "dry run" if bridge is not None else "no bridge"
         return result
@@ -195,7 +198,7 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
         return result
     result.rebind, result.started = _rebind(settings, bridge, forged.new_session, path.parent, step)
     if result.rebind == "ok" and options.nudge:
-        result.nudge = _nudge(settings)
+        result.nudge = send_nudge(settings, NUDGE)
     _record(settings, result)
     return result
 
@@ -269,16 +272,6 @@ def rebind(settings: Settings, bridge: Bridge, new_sid: str, projects_dir: Path)
     result.rebind, result.started = _rebind(settings, bridge, new_sid, path.parent, result.steps.append)
     _record(settings, result)
     return result
-
-
-def _nudge(settings: Settings) -> str:
-    if not settings.bridge_nudge:
-        return "not configured (OMBRE_BRIDGE_NUDGE); the handoff in the new window carries the continuation"
-    try:
-        run_command(settings.bridge_nudge, "nudge", text=NUDGE)
-    except BridgeError as exc:
-        return f"failed: {exc.message}"
-    return "sent"
 
 
 def _record(settings: Settings, result: TunnelResult) -> None:
