@@ -259,7 +259,7 @@ def main() -> None:
     ap.add_argument("--state", type=Path, required=True)
     ap.add_argument("--key", default="qq:42")
     ap.add_argument("text", nargs="?")
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
     if a.command == "serve":
         serve(a.config, a.state)
     elif a.command == "start":

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -169,40 +167,6 @@ def test_dieted_session_resumes_with_squashed_tool_output(session):
     sent = _blocks(body["messages"], "thinking")
     original = _transcript_blocks(path, "thinking")
     assert len(sent) == len(original) and all(b in sent for b in original)
-
-
-STANDIN = Path(__file__).with_name("standin_bridge.py")
-
-
-def test_tunnel_rebinds_a_cc_connect_bridge_that_resumes_the_new_session(session, cli, tmp_path):
-    """`ombre tunnel` with the cc-connect adapter: the stand-in bridge, started by the tunnel, reads the
-    re-bound session file and resumes the new session id with the real CLI."""
-    from tests.servers import cc_connect_file, free_port
-
-    cc, fake, path = session
-    original = sha256(path)
-    cc_file = cc_connect_file(tmp_path, path.stem)
-    out = tmp_path / "standin.json"
-    env = cc.env(OMBRE_HOME=str(tmp_path / "ombre"), OMBRE_URL=f"http://127.0.0.1:{free_port()}",
-                 OMBRE_BRIDGE="cc-connect", OMBRE_BRIDGE_FILE=str(cc_file), OMBRE_BRIDGE_STOP="true",
-                 OMBRE_BRIDGE_START=f"{sys.executable} {STANDIN} {cc_file} {out} 我回来了",
-                 OMBRE_CLAUDE_CLI=str(cli), STANDIN_CWD=str(cc.workdir))
-    before = len(fake.requests)
-    fake.replies = [Reply.text("我在。", input_tokens=5_000)]
-    proc = subprocess.run([sys.executable, "-m", "ombre.cli", "tunnel", str(path), "--json"], env=env,
-                          cwd=cc.workdir, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout)
-    assert result["ok"] and result["rebind"] == "ok" and result["started"]
-    assert json.loads(cc_file.read_text())["sessions"]["s1"]["agent_session_id"] == result["new_sid"]
-    assert json.loads(cc_file.read_text())["sessions"]["s1"]["past_agent_session_ids"] == [path.stem]
-    standin = json.loads(out.read_text())
-    assert standin["sid"] == result["new_sid"] and standin["returncode"] == 0, standin
-    bodies = [r.body for r in fake.requests[before:] if "count_tokens" not in r.path and r.body.get("tools")]
-    assert len(bodies) == 1, "the resumed new session must not compact"
-    text = json.dumps(bodies[0]["messages"], ensure_ascii=False)
-    assert "会话交接" in text and "晚安，做个好梦" in text and "我回来了" in text
-    assert sha256(path) == original
 
 
 @pytest.mark.parametrize("compacted", [False, True])
