@@ -48,3 +48,61 @@ def test_a_healthy_set_up_passes(tmp_path):
         server.stop()
     assert code == 0, [c for c in checks if not c["ok"]]
     assert all(c["ok"] for c in checks)
+
+
+def test_cc_connect_checks_each_fail_alone_and_fix_starts_a_bridge_an_interrupted_swap_left_stopped(tmp_path):
+    """The bridge as cc-connect really is: its auto-compress and reset-on-idle settings, a bound session it
+    would not find, and a tunnel killed between stopping and starting it."""
+    from tests.servers import cc_connect_file
+    from tests.test_cc_connect import session_in
+
+    work = "/home/user/companion"
+    path = session_in(tmp_path / ".claude", work)
+    cc_connect_file(tmp_path, path.stem, work_dir=work)
+    config = tmp_path / ".cc-connect" / "config.toml"
+    toml = ('[[projects]]\nname = "companion"\n{extra}[projects.agent]\ntype = "claudecode"\n'
+            f'[projects.agent.options]\nwork_dir = "{work}"\n')
+    config.write_text(toml.format(extra=""), encoding="utf-8")
+    running = tmp_path / "bridge.running"
+    env = ombre_env(tmp_path, OMBRE_URL=f"http://127.0.0.1:{free_port()}", OMBRE_BRIDGE="cc-connect",
+                    OMBRE_BRIDGE_STOP=f"rm -f {running}", OMBRE_BRIDGE_START=f"touch {running}")
+    env.pop("CLAUDE_CONFIG_DIR", None)
+
+    def by_name(*args: str, **extra: str) -> dict:
+        return {c["name"]: c for c in _doctor({**env, **extra}, *args)[1]}
+
+    healthy = by_name()
+    assert healthy["bridge"]["ok"] and healthy["cc-connect settings"]["ok"], healthy
+    assert "interrupted swap" not in healthy
+
+    config.write_text(toml.format(extra="reset_on_idle_mins = 30\n") + "[projects.auto_compress]\nenabled = true\n")
+    wrong = by_name()["cc-connect settings"]
+    assert not wrong["ok"] and "auto_compress" in wrong["detail"] and "reset_on_idle_mins = 30" in wrong["detail"]
+    assert "reset_on_idle_mins = 0" in wrong["todo"]
+    assert by_name(AUTO_FORGE="0")["cc-connect settings"]["detail"].startswith("reset_on_idle_mins")
+    config.write_text(toml.format(extra="reset_on_idle_mins = 0\n") + "[projects.auto_compress]\nenabled = false\n")
+
+    elsewhere = by_name(CLAUDE_CONFIG_DIR=str(tmp_path / "other"))["bridge"]
+    assert not elsewhere["ok"], elsewhere  # the session is not under the Claude home ombre is told about
+
+    (tmp_path / "ombre").mkdir(exist_ok=True)
+    (tmp_path / "ombre" / "tunnel-journal.json").write_text(json.dumps({"step": "bind", "new_sid": path.stem}))
+    stopped = by_name()
+    assert not stopped["interrupted swap"]["ok"] and stopped["bridge"]["ok"] and not running.exists()
+    fixed = by_name("--fix")["interrupted swap"]
+    assert fixed["fixed"].startswith("started the bridge") and running.exists()
+    assert "interrupted swap" not in by_name()
+
+
+def test_the_bridge_check_fails_when_cc_connect_would_not_find_the_bound_session(tmp_path):
+    from tests.servers import cc_connect_file
+    from tests.test_cc_connect import session_in
+
+    work = "/home/user/my+bot"  # Claude Code and cc-connect name this work dir's folder differently
+    path = session_in(tmp_path / ".claude", work)
+    cc_connect_file(tmp_path, path.stem, work_dir=work)
+    env = ombre_env(tmp_path, OMBRE_URL=f"http://127.0.0.1:{free_port()}", OMBRE_BRIDGE="cc-connect",
+                    OMBRE_BRIDGE_WORK_DIR=work, OMBRE_BRIDGE_STOP="true", OMBRE_BRIDGE_START="true")
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    bridge = {c["name"]: c for c in _doctor(env)[1]}["bridge"]
+    assert not bridge["ok"] and "would not resume" in bridge["detail"] and "start fresh" in bridge["todo"]

@@ -2,13 +2,15 @@
 
 Each check reads what the other commands already keep — the memory service's /health, the install plan, the
 bridge and keeper state, the run and distillation logs, the database and its backups — and says, when it
-fails, what to do. `fix` does only the safe ones: seed the keeper's cooldowns, take a backup.
+fails, what to do. `fix` does only the safe ones: seed the keeper's cooldowns, take a backup, start a bridge
+that an interrupted swap left stopped (from the tunnel's journal).
 """
 from __future__ import annotations
 
 import datetime as dt
 import os
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from .errors import OmbreError
 from .settings import Settings
@@ -53,32 +55,86 @@ def _installed(s: Settings) -> Check:
     return Check("hooks and MCP", True, "the hooks, the MCP server and the discipline point at this ombre")
 
 
-def _bridge(s: Settings) -> Check:
+def _bridge(s: Settings, fix: bool) -> list[Check]:
+    from .transcript.sessions import find_session
     from .tunnel.bridges import from_settings
     from .tunnel.keeper import newest_written
+    from .tunnel.tunnel import journal_path, recover
 
     try:
         bridge = from_settings(s)
     except OmbreError as exc:
-        return Check("bridge", False, exc.message, exc.hint)
+        return [Check("bridge", False, exc.message, exc.hint)]
     if bridge is None:
-        return Check("bridge", True, "no bridge configured (OMBRE_BRIDGE): the keeper only watches")
+        return [Check("bridge", True, "no bridge configured (OMBRE_BRIDGE): the keeper only watches")]
+    checks = []
+    if journal_path(s).exists():
+        # a tunnel died between stopping the bridge and starting it again: the chat may be down
+        check = Check("interrupted swap", False, f"a tunnel run stopped half-way ({journal_path(s)}): the bridge "
+                      "may still be stopped", "`ombre doctor --fix` (or the next tunnel, rebind or keeper pass) "
+                      "starts it again")
+        if fix:
+            try:
+                check.fixed = recover(s, bridge) or "nothing to finish"
+            except OmbreError as exc:
+                check.todo = f"starting it failed: {exc.message}"
+        checks.append(check)
     try:
         bound = bridge.bound_sid()
     except OmbreError as exc:
-        return Check("bridge", False, f"cannot read what the bridge is bound to: {exc.message}", exc.hint)
+        return checks + [Check("bridge", False, f"cannot read what the bridge is bound to: {exc.message}", exc.hint)]
     newest = newest_written(s)
     if newest and bound != newest:
-        return Check("bridge", False, f"bound to {bound}, but the newest written session is {newest}",
-                     f"re-bind it: `ombre rebind {newest}`")
-    files = list(s.projects_dir.glob(f"*/{bound}.jsonl")) if bound else []
-    if bound and not files:
-        return Check("bridge", False, f"bound to {bound}, whose file is in no project under {s.projects_dir}",
-                     "the bridge would start fresh: re-bind it to a session that exists (`ombre bridge status`)")
-    if files and files[0].stat().st_size > SESSION_MAX_BYTES:
-        return Check("bridge", False, f"the bound session is {files[0].stat().st_size / 1e6:.0f} MB",
-                     "squash it: `ombre diet` (images and tool output)")
-    return Check("bridge", True, f"bound to the newest session {bound}" if bound else "nothing bound yet")
+        return checks + [Check("bridge", False, f"bound to {bound}, but the newest written session is {newest}",
+                               f"re-bind it: `ombre rebind {newest}`")]
+    if not bound:
+        return checks + [Check("bridge", True, "nothing bound yet")]
+    try:
+        path = bridge.target(bound, find_session(bound, s.projects_dir).parent)
+    except OmbreError as exc:
+        return checks + [Check("bridge", False, f"bound to {bound}, but the bridge would not resume it: "
+                               f"{exc.message}", "the next message would start fresh: re-bind it to a session "
+                               "the bridge can find (`ombre bridge status`)")]
+    if path.stat().st_size > SESSION_MAX_BYTES:
+        return checks + [Check("bridge", False, f"the bound session is {path.stat().st_size / 1e6:.0f} MB",
+                               "squash it: `ombre diet` (images and tool output)")]
+    return checks + [Check("bridge", True, f"bound to the newest session {bound}, where the bridge looks ({path})")]
+
+
+def _cc_connect(s: Settings) -> list[Check]:
+    """cc-connect's own window work undoes the keeper's: /compact behind its back, or a fresh session."""
+    from .tunnel import cc_connect
+
+    if s.bridge != "cc-connect":
+        return []
+    try:
+        config = cc_connect.read_config(s.cc_connect_config, s.user_home or Path.home()) \
+            if s.cc_connect_config else None
+        project = config.project(s.bridge_project) if config and config.projects else None
+    except OmbreError as exc:
+        return [Check("cc-connect settings", False, exc.message, exc.hint)]
+    if project is None:
+        return [Check("cc-connect settings", True, f"no cc-connect config at {s.cc_connect_config}: cannot tell "
+                      "whether its auto-compress is off (it is off unless [projects.auto_compress] enables it)")]
+    wrong = []
+    if project.auto_compress and s.auto_forge:
+        wrong.append("[projects.auto_compress] enabled = true (it sends /compact: the summary the keeper avoids)")
+    if project.reset_on_idle_mins:
+        wrong.append(f"reset_on_idle_mins = {project.reset_on_idle_mins} (a fresh session after that much quiet)")
+    return [Check("cc-connect settings", not wrong,
+                  "; ".join(wrong) or f"project {project.name}: auto-compress off, no reset on idle",
+                  f"in {config.path}, project {project.name}: set auto_compress enabled = false and "
+                  "reset_on_idle_mins = 0, then restart cc-connect" if wrong else "")]
+
+
+def _waiting_for_new(s: Settings) -> list[Check]:
+    from .tunnel import new_window
+
+    flag = new_window.waiting(s)
+    if flag is None:
+        return []
+    return [Check("waiting for /new", True, f"since {flag.set_at}: when the chat leaves {flag.old_sid} the keeper "
+                  f"sends the continuation once ({flag.handoff})")]
 
 
 def _keeper(s: Settings) -> list[Check]:
@@ -134,7 +190,8 @@ def _database(s: Settings, fix: bool) -> list[Check]:
 
 
 def run(s: Settings, fix: bool = False) -> list[Check]:
-    checks = [_serve(s), _installed(s), _bridge(s), *_keeper(s), _writes(s), *_database(s, fix)]
+    checks = [_serve(s), _installed(s), *_bridge(s, fix), *_cc_connect(s), *_waiting_for_new(s), *_keeper(s),
+              _writes(s), *_database(s, fix)]
     if fix:
         for c in checks:
             if c.name == "keeper cooldowns" and not c.ok and not s.keeper_state.exists():
