@@ -16,13 +16,18 @@ COMMANDS = [["anchors"], ["diet", "--dry-run"], ["forge", "--dry-run"], ["usage"
             ["memories", "archive", "abc"], ["memories", "export", "/proc/ombre-cannot-write.jsonl"],
             ["memories", "import", "/nonexistent.jsonl"], ["handoff", "prepare"], ["tunnel"], ["rebind", "abc"],
             ["bridge", "status"], ["keeper", "status"], ["keeper", "seed"], ["keeper", "reset"], ["keeper", "run", "--once"],
-            ["distill", "status"], ["distill"], ["install", "claude-code", "--dry-run"]]
+            ["distill", "status"], ["distill"], ["install", "claude-code", "--dry-run"],
+            ["handoff", "prepare", "--write"], ["doctor"]]
 BAD = {
     "good settings, wrong arguments": {},
     "a setting that is not a number": {"AUTO_FORGE_PCT": "seventy"},
     "an unknown encoder": {"OMBRE_ENCODERS": "bert"},
     "an unknown model backend": {"OMBRE_LLM": "gpt-magic"},
     "an OMBRE_HOME under a file": {"OMBRE_HOME": "/dev/null/ombre"},
+    "a cc-connect config that is not TOML": {"OMBRE_BRIDGE": "cc-connect", "OMBRE_CC_CONNECT_CONFIG": "/etc/passwd",
+                                             "OMBRE_BRIDGE_STOP": "true", "OMBRE_BRIDGE_START": "true"},
+    "cc-connect with no way to find its file": {"OMBRE_BRIDGE": "cc-connect", "OMBRE_BRIDGE_STOP": "true",
+                                                "OMBRE_BRIDGE_START": "true"},
 }
 
 
