@@ -106,3 +106,23 @@ def test_the_bridge_check_fails_when_cc_connect_would_not_find_the_bound_session
     env.pop("CLAUDE_CONFIG_DIR", None)
     bridge = {c["name"]: c for c in _doctor(env)[1]}["bridge"]
     assert not bridge["ok"] and "would not resume" in bridge["detail"] and "start fresh" in bridge["todo"]
+
+
+def test_the_arbitration_check_shows_open_contradictions_and_fails_when_the_judge_failed(tmp_path):
+    env = ombre_env(tmp_path, OMBRE_URL=f"http://127.0.0.1:{free_port()}", OMBRE_VECTORS="0")
+
+    def hold(*args: str, **extra: str) -> None:
+        out = subprocess.run(OMBRE + ["hold", *args, "--type", "承诺"], env={**env, **extra}, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+
+    hold("每周三晚上八点语音", "--quote", "以后每周三晚上八点都语音吧")
+    hold("每周三晚上九点语音", "--quote", "每周三晚上九点语音")
+    arbitration = {c["name"]: c for c in _doctor(env)[1]}["arbitration"]
+    assert arbitration["ok"] and "open contradiction" in arbitration["detail"], arbitration
+    assert not arbitration["detail"].startswith("0 ") and "contradiction" in arbitration["detail"]
+    assert "ask the person" in arbitration["todo"]
+    hold("每周日早上陪她晨跑", "--quote", "以后每周日早上你陪我晨跑", OMBRE_LLM="openai", OMBRE_LLM_MODEL="m",
+         OMBRE_LLM_BASE_URL="http://127.0.0.1:9/v1", OMBRE_LLM_TIMEOUT_MS="500")
+    failed = {c["name"]: c for c in _doctor(env)[1]}["arbitration"]
+    assert not failed["ok"] and "could not be arbitrated" in failed["detail"] and "OMBRE_LLM" in failed["todo"]

@@ -169,6 +169,35 @@ def _writes(s: Settings) -> Check:
                  "failures or fallbacks", "" if ok else "check OMBRE_LLM and `ombre distill status`")
 
 
+def _arbitration(s: Settings) -> list[Check]:
+    """How the last writes were arbitrated: open contradictions wait for the person; a failed arbitration
+    (the model down) wrote memories as 未确认 and says which backend to look at."""
+    from .memory import backup
+    from .memory.sqlite_store import SQLiteStore
+
+    if not s.memory_db.exists() or backup.problem(s.memory_db) is not None:
+        return []  # the database check says what is wrong
+    store = SQLiteStore(s.memory_db)
+    try:
+        open_conflicts = [m for m in store.list() if m.conflicts]
+        gate = store.gate_log(50)
+        verdicts: dict[str, int] = {}
+        for m in store.list(archived=None, limit=200):
+            for t in m.trace[-5:]:
+                verdicts[t.get("action", "?")] = verdicts.get(t.get("action", "?"), 0) + 1
+    finally:
+        store.close()
+    failed = [g for g in gate[:20] if any(r.startswith("仲裁没有完成") for r in g.reasons)]
+    detail = (f"{len(open_conflicts)} open contradiction(s)" + (f" ({', '.join(m.id for m in open_conflicts[:5])})"
+              if open_conflicts else "") + "; recent verdicts: "
+              + (", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "none")
+              + (f"; {len(failed)} of the last {min(20, len(gate))} writes could not be arbitrated" if failed else ""))
+    todo = ("the model behind arbitration failed: check OMBRE_LLM, `ombre distill status`; those memories are "
+            "未确认" if failed else "ask the person which is right, then `ombre memories archive` the wrong one"
+            if open_conflicts else "")
+    return [Check("arbitration", not failed, detail, todo)]
+
+
 def _database(s: Settings, fix: bool) -> list[Check]:
     from .memory import backup
 
@@ -191,7 +220,7 @@ def _database(s: Settings, fix: bool) -> list[Check]:
 
 def run(s: Settings, fix: bool = False) -> list[Check]:
     checks = [_serve(s), _installed(s), *_bridge(s, fix), *_cc_connect(s), *_waiting_for_new(s), *_keeper(s),
-              _writes(s), *_database(s, fix)]
+              _writes(s), *_arbitration(s), *_database(s, fix)]
     if fix:
         for c in checks:
             if c.name == "keeper cooldowns" and not c.ok and not s.keeper_state.exists():
