@@ -306,6 +306,36 @@ def usage(settings: Settings, session: str | None, as_json: bool) -> None:
 
 
 @main.command()
+@click.option("--days", type=int, default=None, help="Only the last N days (today included) [default: all].")
+@json_option
+@click.pass_obj
+@handles_errors
+def stats(settings: Settings, days: int | None, as_json: bool) -> None:
+    """The bill per day from the usage stored in the transcripts: tokens, cache hits, cost, swaps, background."""
+    from .transcript.bill import compute
+
+    if days is not None and days < 1:
+        raise UsageError(f"--days {days} is not a number of days", hint="give 1 or more, or leave it out for all")
+    bill = compute(settings, days)
+
+    def human() -> str:
+        rows = [f"{'day':<11}{'requests':>9}{'input':>10}{'cache+':>12}{'cache read':>13}{'output':>10}{'hit':>7}"
+                f"{'cost $':>10}"]
+        for d in bill.days + [bill.total]:
+            hit = f"{d.hit_ratio:.0%}" if d.hit_ratio is not None else "-"
+            rows.append(f"{d.day:<11}{d.requests:>9,}{d.input:>10,}{d.cache_creation:>12,}{d.cache_read:>13,}"
+                        f"{d.output:>10,}{hit:>7}{d.cost:>10.2f}"
+                        + (f"  swaps: {', '.join(d.swaps)}" if d.swaps and d.day != "total" else "")
+                        + (f"  background: {d.background_calls} calls ${d.background_cost:.3f}"
+                           if d.background_calls else ""))
+        rows.append("priced as: " + (", ".join(f"{m} → {p}" for m, p in sorted(bill.models.items())) or "(no usage)")
+                    + f"; {bill.files} transcript files under {settings.projects_dir}")
+        return "\n".join(rows)
+
+    _emit(as_json, bill.to_dict(), human)
+
+
+@main.command()
 @json_option
 @click.pass_obj
 def config(settings: Settings, as_json: bool) -> None:
