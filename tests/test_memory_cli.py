@@ -59,3 +59,30 @@ def test_import_of_a_broken_file_imports_nothing(run, tmp_path):
     out = run("memories", "import", str(bad))
     assert out.exit_code != 0 and "bad.jsonl:2" in out.output
     assert json.loads(run("memories", "list", "--json").output) == []
+
+
+def test_edit_reindexes_and_keeps_the_caps_and_forget_deletes_for_good(run, tmp_path, monkeypatch):
+    """Issue #18 item 2's actions, on the CLI the dashboard shares: an edit goes through hold's checks and the
+    scarcity caps and leaves a trace; forget removes the memory, its keywords and vectors, and logs it."""
+    import sqlite3
+
+    monkeypatch.setenv("OMBRE_MAX_PINNED", "1")
+    a = json.loads(run("hold", "她喜欢桂花乌龙", "--quote", "我最喜欢桂花乌龙", "--json").output)["id"]
+    b = json.loads(run("hold", "她养了一只叫年糕的猫", "--quote", "我家猫叫年糕", "--pinned", "--json").output)["id"]
+    edited = json.loads(run("memories", "edit", a, "--content", "她喜欢少糖的茉莉奶绿", "--json").output)
+    assert edited["content"] == "她喜欢少糖的茉莉奶绿" and edited["changed"][0].startswith("content:")
+    assert json.loads(run("breath", "奶绿", "--json").output)["cards"][0]["id"] == a
+    assert json.loads(run("memories", "trace", a, "--json").output)["trace"][-1]["action"] == "edited"
+    bad = run("memories", "edit", a, "--importance", "11")
+    assert bad.exit_code != 0 and "importance" in bad.output
+    assert run("memories", "edit", a, "--type", "八卦").exit_code != 0
+    pinned = json.loads(run("memories", "pin", a, "--json").output)
+    assert pinned["pinned"] and any("置顶已满" in n for n in pinned["notes"])
+    assert json.loads(run("memories", "show", b, "--json").output)["pinned"] is False  # the cap demoted the other
+    assert run("memories", "forget", a).exit_code != 0  # needs --yes
+    assert json.loads(run("memories", "forget", a, "--yes", "--json").output)["forgotten"] == a
+    assert run("memories", "show", a).exit_code != 0
+    assert all(c["id"] != a for c in json.loads(run("breath", "奶绿 乌龙", "--json").output)["cards"])
+    db = sqlite3.connect(tmp_path / "ombre" / "ombre.db")
+    assert db.execute("SELECT count(*) FROM memories_fts WHERE memory_id=?", (a,)).fetchone()[0] == 0
+    assert db.execute("SELECT decision, memory_id FROM gate_log ORDER BY seq DESC LIMIT 1").fetchone() == ("forget", a)

@@ -642,11 +642,16 @@ def memories_list(settings: Settings, archived: bool, pinned: bool, kind: str | 
 def _show_memory(settings: Settings, memory_id: str, as_json: bool, **change: object) -> None:
     service = _service(settings)
     try:
-        m = service.set_flag(memory_id, **change) if change else service.get(memory_id)
+        edited = service.edit(memory_id, **change) if change else None
+        m = edited.memory if edited else service.get(memory_id)
     finally:
         service.close()
-    detail = "" if change else (f"\n  created {_local(settings, m.created)}, last active {_local(settings, m.last_active)}"
-                                "\n" + json.dumps(m.to_dict(), ensure_ascii=False, indent=2))
+    if edited is not None:
+        _emit(as_json, {**m.to_dict(), "changed": edited.changed, "notes": edited.notes},
+              lambda: "\n".join([_memory_line(m), *(f"  {n}" for n in edited.changed + edited.notes)]))
+        return
+    detail = (f"\n  created {_local(settings, m.created)}, last active {_local(settings, m.last_active)}"
+              "\n" + json.dumps(m.to_dict(), ensure_ascii=False, indent=2))
     _emit(as_json, m.to_dict(), lambda: _memory_line(m) + detail)
 
 
@@ -729,6 +734,42 @@ def memories_archive(settings: Settings, memory_id: str, force: bool, as_json: b
 def memories_restore(settings: Settings, memory_id: str, as_json: bool) -> None:
     """Restore an archived memory; its last_active is refreshed so it does not sink again."""
     _show_memory(settings, memory_id, as_json, archived=False)
+
+
+@memories.command("edit")
+@memory_id_argument
+@click.option("--content", default=None, help="New text (the quote, the evidence, stays as it was said).")
+@click.option("--title", default=None)
+@click.option("--type", "kind", default=None, help="New type (事件 | 偏好 | 承诺 | …).")
+@click.option("--importance", type=int, default=None, help="1–10; the caps on 9 and 10 still hold.")
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_edit(settings: Settings, memory_id: str, content: str | None, title: str | None, kind: str | None,
+                  importance: int | None, as_json: bool) -> None:
+    """Correct a memory: the same checks and caps as a hold, a trace entry, a gate-log line."""
+    if content is title is kind is importance is None:
+        raise UsageError("nothing to change", hint="give --content, --title, --type or --importance")
+    _show_memory(settings, memory_id, as_json, content=content, title=title, kind=kind, importance=importance)
+
+
+@memories.command("forget")
+@memory_id_argument
+@click.option("--yes", is_flag=True, help="Really delete it (there is no undo but a backup).")
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_forget(settings: Settings, memory_id: str, yes: bool, as_json: bool) -> None:
+    """Delete a memory for good (the gate log keeps one line that it was forgotten)."""
+    if not yes:
+        raise UsageError(f"forgetting {memory_id} deletes it for good", hint="add --yes to confirm "
+                         "(`ombre memories archive` only hides it)")
+    service = _service(settings)
+    try:
+        m = service.forget(memory_id)
+    finally:
+        service.close()
+    _emit(as_json, {"forgotten": m.id, "content": m.content}, lambda: f"forgot {m.id}: {m.content[:60]}")
 
 
 @memories.command("export")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -11,14 +12,22 @@ from .. import wire
 from ..errors import MemoryInputError
 from ..files import replace_atomic
 from ..settings import Settings
+from . import scarcity
 from .arbitration import Verdict, clear_conflicts
 from .breath import BreathRequest, BreathResult, breath
 from .embed import LOADERS, ORDER, Embedder
-from .hold import HoldRequest, HoldResult, enrich_pending, hold
-from .model import Memory, iso, now_utc
+from .hold import HoldRequest, HoldResult, enrich, enrich_pending, hold, validate
+from .model import BUILTIN_TYPES, Memory, iso, now_utc, shanghai_date
 from .segment import document
 from .sqlite_store import SQLiteStore
-from .store import MemoryStore
+from .store import GateEntry, MemoryStore
+
+
+@dataclass
+class Edited:
+    memory: Memory
+    changed: list[str]  # what the edit changed, for the trace and the person
+    notes: list[str]  # what the scarcity caps did
 
 
 class MemoryService:
@@ -121,20 +130,72 @@ class MemoryService:
 
     def set_flag(self, memory_id: str, *, pinned: bool | None = None, archived: bool | None = None,
                  force: bool = False) -> Memory:
+        return self.edit(memory_id, pinned=pinned, archived=archived, force=force).memory
+
+    def edit(self, memory_id: str, *, content: str | None = None, title: str | None = None,
+             kind: str | None = None, importance: int | None = None, pinned: bool | None = None,
+             archived: bool | None = None, force: bool = False, now: dt.datetime | None = None) -> "Edited":
+        """The person's own change to a memory (CLI, the dashboard): the same checks as a manual hold, the
+        same scarcity caps (a pin or a higher importance past a cap demotes the longest-inactive holder),
+        a trace entry, and a line in the gate log."""
         m = self.get(memory_id)
+        now = now or now_utc()
+        s = self.settings
+        changed: list[str] = []
+        if content is not None or title is not None or kind is not None or importance is not None:
+            validate(HoldRequest(content=m.content if content is None else content,
+                                 type=m.type if kind is None else kind,
+                                 importance=m.importance if importance is None else importance),
+                     max_chars=s.max_content_chars, types=BUILTIN_TYPES + tuple(s.extra_types))
         if archived and m.is_commitment and not force:
             raise MemoryInputError(f"{memory_id} is a commitment (承诺/约定): commitments are not archived",
                                    hint="pass --force if the person really withdrew it")
-        if pinned is not None:
+        reindex = False
+        for name, value in (("content", content), ("title", title), ("type", kind)):
+            if value is not None and value.strip() != getattr(m, name):
+                changed.append(f"{name}: {getattr(m, name)!r} → {value.strip()!r}")
+                setattr(m, name, value.strip())
+                reindex = True
+        notes: list[str] = []
+        raised = importance is not None and importance > m.importance
+        if importance is not None and importance != m.importance:
+            changed.append(f"importance: {m.importance} → {importance}")
+            m.importance = importance
+        pinning = pinned is True and not m.pinned
+        if pinned is not None and pinned != m.pinned:
+            changed.append("pinned" if pinned else "unpinned")
             m.pinned = pinned
-        if archived is not None:
-            if archived and not m.archived:
-                clear_conflicts(self.store, m, "已归档", now_utc())
+        if pinning or raised:
+            notes = scarcity.enforce(self.store, m, manual=True, max_pinned=s.max_pinned,
+                                     max_10=s.max_importance_10, max_9=s.max_importance_9)
+        if archived is not None and archived != m.archived:
+            changed.append("archived" if archived else "restored")
+            if archived:
+                clear_conflicts(self.store, m, "已归档", now)
             m.archived = archived
             if not archived:
-                m.last_active = iso(now_utc())  # a restored memory must not sink straight back
-        self.store.update(m)
+                m.last_active = iso(now)  # a restored memory must not sink straight back
+        if not changed:
+            return Edited(m, [], notes)
+        m.trace.append({"at": iso(now), "action": "edited", "other": "", "by": "person", "reason": "; ".join(changed)})
+        self.store.update(m, document(" ".join([m.title, m.content, " ".join(m.tags)])) if reindex else None)
+        if reindex:
+            enrich(self.store, self.encoders, [m])  # new text, new vectors (a failure leaves the old ones)
+        self._log(now, "edit", changed + notes, m)
+        return Edited(m, changed, notes)
+
+    def forget(self, memory_id: str, now: dt.datetime | None = None) -> Memory:
+        """Delete a memory for good: its vectors and keywords go with it; what it contradicted is cleared and
+        the gate log keeps one line saying it was forgotten (and what it said)."""
+        m = self.get(memory_id)
+        now = now or now_utc()
+        clear_conflicts(self.store, m, "已删除", now)
+        self.store.delete(m.id)
+        self._log(now, "forget", ["对方要求忘掉"], m)
         return m
+
+    def _log(self, now: dt.datetime, decision: str, reasons: list[str], m: Memory) -> None:
+        self.store.log_gate(GateEntry(iso(now), shanghai_date(now), "manual", decision, reasons, m.content, m.id))
 
     def export(self, path: Path) -> int:
         memories = self.store.list(archived=None)

@@ -159,6 +159,18 @@ class SQLiteStore:
             for sql, params in _count_steps(counts):
                 db.execute(sql, params)
 
+    def delete(self, memory_id: str) -> None:
+        """Remove a memory, its vectors and its keyword terms, in one transaction."""
+        with self._transaction() as db:
+            counts: Counter[str] = Counter()
+            for rowid, words, grams in db.execute("SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?",
+                                                  (memory_id,)).fetchall():
+                counts.subtract(_distinct((words, grams)))
+                db.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
+            db.execute("DELETE FROM memories WHERE id=?", (memory_id,))
+            for sql, params in _count_steps(counts):
+                db.execute(sql, params)
+
     def set_vectors(self, encoder: str, rows: list[tuple[str, np.ndarray]]) -> None:
         """Store one encoder's vectors for some memories, in one transaction."""
         vec, model = VECTOR_COLUMNS[encoder]
