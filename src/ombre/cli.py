@@ -178,24 +178,10 @@ def selection_options(fn: Callable) -> Callable:
     return fn
 
 
-def _selector(settings: Settings, retain: int | None, keep_days: str | None, keep_from_idx: int | None,
-              keep_from_uuid: str | None, keep_from_ts: str | None, keep_to_idx: int | None,
-              keep_to_uuid: str | None, keep_to_ts: str | None, max_kept: int | None):
-    from .window.select import Selector, parse_days
+def _selector(settings: Settings, **selection):
+    from .window.select import build_selector
 
-    keep_from = _end("from", keep_from_idx, keep_from_uuid, keep_from_ts)
-    keep_to = _end("to", keep_to_idx, keep_to_uuid, keep_to_ts)
-    picking = bool(keep_days) or keep_from.given or keep_to.given
-    if picking and retain is not None:
-        raise UsageError("--retain cannot be combined with --keep-days or --keep-from/--keep-to",
-                         hint="keep the recent N tokens, or keep a chosen set; not both (seed §6.1)")
-    if keep_days and (keep_from.given or keep_to.given):
-        raise UsageError("--keep-days cannot be combined with --keep-from/--keep-to",
-                         hint="choose days, or a range")
-    return Selector(
-        retain=None if picking else (settings.forge_retain if retain is None else retain),
-        keep_days=parse_days(keep_days) if keep_days else (), keep_from=keep_from, keep_to=keep_to,
-        max_kept=settings.forge_max_kept if max_kept is None else max_kept)
+    return build_selector(settings.forge_retain, settings.forge_max_kept, **selection)
 
 
 def _read_handoff_file(path: Path) -> str:
@@ -239,16 +225,6 @@ def _swapped(settings: Settings, result, what: str) -> None:
 
     if not result.dry_run:
         new_window.clear(settings, f"{what} wrote {result.new_session}")
-
-
-def _end(side: str, idx: int | None, uuid: str | None, ts: str | None):
-    from .window.select import EndSpec
-
-    given = [name for name, v in (("idx", idx), ("uuid", uuid), ("ts", ts)) if v is not None]
-    if len(given) > 1:
-        raise UsageError(f"--keep-{side}-{given[0]} and --keep-{side}-{given[1]} name the same end twice",
-                         hint=f"give one of --keep-{side}-idx/-uuid/-ts")
-    return EndSpec(idx=idx, uuid=uuid, ts=ts)
 
 
 def format_result(r) -> str:

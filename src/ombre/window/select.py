@@ -288,3 +288,31 @@ def _previous_msg_id(events: list[Entry], i: int, start: int) -> str | None:
         if events[j].type == "assistant":
             return events[j].msg_id
     return None
+
+
+def _end(side: str, idx: int | None, uuid: str | None, ts: str | None) -> EndSpec:
+    given = [name for name, v in (("idx", idx), ("uuid", uuid), ("ts", ts)) if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"--keep-{side}-{given[0]} and --keep-{side}-{given[1]} name the same end twice",
+                         hint=f"give one of --keep-{side}-idx/-uuid/-ts")
+    return EndSpec(idx=idx, uuid=uuid, ts=ts)
+
+
+def build_selector(default_retain: int, default_max_kept: int, *, retain: int | None = None,
+                   keep_days: str | None = None, keep_from_idx: int | None = None, keep_from_uuid: str | None = None,
+                   keep_from_ts: str | None = None, keep_to_idx: int | None = None, keep_to_uuid: str | None = None,
+                   keep_to_ts: str | None = None, max_kept: int | None = None) -> Selector:
+    """The selection the person asked for (CLI options or the dashboard's range picker), checked alike."""
+    keep_from = _end("from", keep_from_idx, keep_from_uuid, keep_from_ts)
+    keep_to = _end("to", keep_to_idx, keep_to_uuid, keep_to_ts)
+    picking = bool(keep_days) or keep_from.given or keep_to.given
+    if picking and retain is not None:
+        raise UsageError("--retain cannot be combined with --keep-days or --keep-from/--keep-to",
+                         hint="keep the recent N tokens, or keep a chosen set; not both (seed §6.1)")
+    if keep_days and (keep_from.given or keep_to.given):
+        raise UsageError("--keep-days cannot be combined with --keep-from/--keep-to",
+                         hint="choose days, or a range")
+    return Selector(
+        retain=None if picking else (default_retain if retain is None else retain),
+        keep_days=parse_days(keep_days) if keep_days else (), keep_from=keep_from, keep_to=keep_to,
+        max_kept=default_max_kept if max_kept is None else max_kept)
