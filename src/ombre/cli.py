@@ -47,22 +47,6 @@ def handles_errors(fn: Callable) -> Callable:
     return wrapper
 
 
-def _local(settings: Settings, stamp: str | None) -> str:
-    """A stored UTC time as the person reads it: their zone (OMBRE_TZ, default Asia/Shanghai), to the minute."""
-    import datetime as dt
-    from zoneinfo import ZoneInfo
-
-    if not stamp:
-        return "never"
-    try:
-        moment = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return stamp
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return moment.astimezone(ZoneInfo(settings.tz)).strftime("%Y-%m-%d %H:%M %Z")
-
-
 def _session(settings: Settings, ref: str | None) -> Path:
     from .transcript.sessions import find_session
 
@@ -626,7 +610,7 @@ def _show_memory(settings: Settings, memory_id: str, as_json: bool, **change: ob
         _emit(as_json, {**m.to_dict(), "changed": edited.changed, "notes": edited.notes},
               lambda: "\n".join([_memory_line(m), *(f"  {n}" for n in edited.changed + edited.notes)]))
         return
-    detail = (f"\n  created {_local(settings, m.created)}, last active {_local(settings, m.last_active)}"
+    detail = (f"\n  created {settings.local(m.created)}, last active {settings.local(m.last_active)}"
               "\n" + json.dumps(m.to_dict(), ensure_ascii=False, indent=2))
     _emit(as_json, m.to_dict(), lambda: _memory_line(m) + detail)
 
@@ -662,7 +646,7 @@ def memories_trace(settings: Settings, memory_id: str, as_json: bool) -> None:
         lines = [f"{m['id']}  {m['type']}  {m['content']}" + (f"（情境：{m['situation']}）" if m["situation"] else ""),
                  f"  current   {'yes' if report['current'] else 'no'}"]
         lines += [f"  conflict  with {c}" for c in m["conflicts"]]
-        lines += [f"  {_local(settings, t['at'])}  {t['action']} {t['other']}  by {t['by']}"
+        lines += [f"  {settings.local(t['at'])}  {t['action']} {t['other']}  by {t['by']}"
                   + (f"  原话「{t['quote']}」" if t.get("quote") else "") + (f"  ({t['reason']})" if t.get("reason") else "")
                   for t in report["trace"]]
         lines += [f"  replaced by {r['id']}: {r['content']}" for r in report["replaced_by"]]
@@ -1156,8 +1140,8 @@ def keeper_status(settings: Settings, session: str | None, as_json: bool) -> Non
         r = report["reading"] or {}
         lines = [f"auto      {'on' if report['auto_forge'] else 'off (AUTO_FORGE=0)'}",
                  f"session   {r.get('session', '?')}  used {_pct(r.get('used_pct'))}",
-                 f"diet      last {_local(settings, report['last_diet'])}, cooldown {report['diet_cooldown_left_min']} min left",
-                 f"forge     last {_local(settings, report['last_forge'])}, cooldown {report['forge_cooldown_left_min']} min left",
+                 f"diet      last {settings.local(report['last_diet'])}, cooldown {report['diet_cooldown_left_min']} min left",
+                 f"forge     last {settings.local(report['last_forge'])}, cooldown {report['forge_cooldown_left_min']} min left",
                  f"today     {report['today']}/{report['max_per_day']} runs",
                  f"breaker   {'OPEN (ombre keeper reset)' if report['breaker'] else 'closed'}, "
                  f"{report['failures_in_a_row']} failure(s) in a row",
@@ -1182,7 +1166,7 @@ def keeper_seed(settings: Settings, as_json: bool) -> None:
     stamp = seed(settings)
     report = {"state": str(settings.keeper_state), "last_diet": stamp, "last_forge": stamp,
               "diet_cooldown_mins": settings.diet_cooldown_mins, "forge_cooldown_mins": settings.forge_cooldown_mins}
-    _emit(as_json, report, lambda: f"cooldowns seeded at {_local(settings, stamp)}: no diet for {settings.diet_cooldown_mins} min, "
+    _emit(as_json, report, lambda: f"cooldowns seeded at {settings.local(stamp)}: no diet for {settings.diet_cooldown_mins} min, "
                                    f"no forge for {settings.forge_cooldown_mins} min ({settings.keeper_state})")
 
 
@@ -1266,7 +1250,7 @@ def distill_status(settings: Settings, session: str | None, as_json: bool) -> No
         if "session" in report:
             lines.append(f"session   {report['session']}  cursor {(report['cursor'] or {}).get('uuid', 'none')}"
                          f"  new person turns {report['new_person_turns']}")
-        lines += [f"  {_local(settings, o.get('at'))}  {'ran' if o.get('ran') else 'skip'}  {o.get('reason', '')}"
+        lines += [f"  {settings.local(o.get('at'))}  {'ran' if o.get('ran') else 'skip'}  {o.get('reason', '')}"
                   for o in report["last_outcomes"]]
         return "\n".join(lines)
 

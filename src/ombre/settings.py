@@ -4,10 +4,12 @@ Names and defaults follow the seed (§10, §16); nothing below this module reads
 """
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from collections.abc import Mapping
+from zoneinfo import ZoneInfo
 
 SHANGHAI = "Asia/Shanghai"
 
@@ -33,7 +35,7 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def _zone(name: str) -> str:
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    from zoneinfo import ZoneInfoNotFoundError
 
     try:
         ZoneInfo(name)
@@ -203,6 +205,18 @@ class Settings:
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),
         )
+
+    def local(self, stamp: str | None) -> str:
+        """A stored UTC time as the person reads it: their zone (OMBRE_TZ, default Asia/Shanghai), to the minute."""
+        if not stamp:
+            return "never"
+        try:
+            moment = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            return stamp
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.timezone.utc)
+        return moment.astimezone(ZoneInfo(self.tz)).strftime("%Y-%m-%d %H:%M %Z")
 
     @property
     def projects_dir(self) -> Path:
