@@ -511,6 +511,42 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
         service.close()
 
 
+@main.command("ui")
+@click.option("--no-browser", is_flag=True, help="Print the address only.")
+@click.pass_obj
+@handles_errors
+def ui_command(settings: Settings, no_browser: bool) -> None:
+    """Open the dashboard (the running `ombre serve` at OMBRE_URL, started first if nothing answers)."""
+    import subprocess
+    import time
+    import urllib.parse
+    import webbrowser
+
+    from .client import health
+
+    if health(settings.memory_url, timeout=2) is None:
+        where = urllib.parse.urlsplit(settings.memory_url)
+        if where.hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise UsageError(f"nothing answers at {settings.memory_url}", hint="start `ombre serve` on that machine")
+        logs = settings.ombre_home / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        with open(logs / "serve.log", "ab") as log:
+            subprocess.Popen([sys.executable, "-m", "ombre.cli", "serve", "--host", where.hostname,
+                              "--port", str(where.port or 8765)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                             start_new_session=True)
+        click.echo(f"started ombre serve (log: {logs / 'serve.log'})", err=True)
+        deadline = time.monotonic() + 90
+        while health(settings.memory_url, timeout=2) is None:
+            if time.monotonic() > deadline:
+                raise UsageError(f"ombre serve did not answer at {settings.memory_url} within 90 s",
+                                 hint=f"read {logs / 'serve.log'}")
+            time.sleep(0.3)
+    url = settings.memory_url + "/ui" + (f"?token={urllib.parse.quote(settings.token)}" if settings.token else "")
+    click.echo(url)
+    if not no_browser:
+        webbrowser.open(url)  # nothing happens on a machine without a browser; the address is printed
+
+
 @main.command()
 @click.option("--fix", is_flag=True, help="Do the safe fixes: seed the keeper's cooldowns, take a backup.")
 @json_option

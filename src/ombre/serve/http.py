@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import secrets
 import time
 
 from fastapi import FastAPI, Request
@@ -18,6 +19,7 @@ from ..memory.hold import HoldRequest
 from ..memory.service import MemoryService
 from ..wire import body_problem, size_problem
 from .mcp import build_mcp
+from .ui import pages as ui
 
 
 def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
@@ -31,14 +33,28 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
 
     app = FastAPI(title="Ombre memory service", lifespan=lifespan)
 
+    # the dashboard's forms carry this; with no bearer token (loopback only) a per-process secret stands in
+    form_token = token or secrets.token_urlsafe(24)
+
     @app.middleware("http")
     async def bearer(request: Request, call_next):
+        page = request.url.path == "/ui" or request.url.path.startswith("/ui/")
+        from_query = False
         if token and request.url.path != "/health":
             sent = request.headers.get("authorization", "")
+            if page and not sent.startswith("Bearer "):
+                # a browser cannot send a header: the token comes once in the address, then as a cookie
+                from_query = request.cookies.get(ui.COOKIE) is None and "token" in request.query_params
+                sent = "Bearer " + (request.cookies.get(ui.COOKIE) or request.query_params.get("token", ""))
             if not hmac.compare_digest(sent, f"Bearer {token}"):
+                if page:
+                    return ui.unauthorized(request)
                 return JSONResponse({"error": "unauthorized", "message": "missing or wrong bearer token",
                                      "hint": "send Authorization: Bearer <OMBRE_TOKEN>"}, status_code=401)
-        return await call_next(request)
+        response = await call_next(request)
+        if from_query:
+            response.set_cookie(ui.COOKIE, token, httponly=True, samesite="strict")
+        return response
 
     @app.middleware("http")
     async def checked_body(request: Request, call_next):
@@ -55,6 +71,11 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
                                      "hint": "send a JSON object of UTF-8 text and finite numbers"},
                                     status_code=413 if too_big else 422)
         return await call_next(request)
+
+    @app.exception_handler(PermissionError)
+    async def refused(request: Request, exc: PermissionError) -> JSONResponse:
+        return JSONResponse({"error": "forbidden", "message": str(exc),
+                             "hint": "submit the dashboard's own form (it carries the form token)"}, status_code=403)
 
     @app.exception_handler(OmbreError)
     async def ombre_error(request: Request, exc: OmbreError) -> JSONResponse:
@@ -92,6 +113,7 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
         state = service.health()
         return JSONResponse(state, status_code=200)
 
+    app.include_router(ui.router(service, form_token))
     app.mount("/", mcp_app)
     return app
 

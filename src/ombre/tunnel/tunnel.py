@@ -96,25 +96,37 @@ def recover(settings: Settings, bridge: Bridge | None) -> str | None:
     return done
 
 
+def _handoff_memory(text: str, old_sid: str) -> dict:
+    return {"content": text, "type": "会话交接", "tags": ["会话交接", "forge"], "importance": 6, "from_session": old_sid}
+
+
+def service_holder(service) -> Holder:
+    """Hold into a memory service this process already has open (the dashboard inside `ombre serve`)."""
+    from ..memory.hold import HoldRequest
+
+    def hold(text: str, old_sid: str) -> str:
+        result = service.hold(HoldRequest(**_handoff_memory(text, old_sid)))
+        if not result.stored:
+            raise OmbreError(f"the memory service did not store the handoff: {result.decision}")
+        return str(result.id)
+
+    return hold
+
+
 def memory_holder(settings: Settings) -> Holder:
     """Hold through the running memory service; if it is down, into the store directly."""
     def hold(text: str, old_sid: str) -> str:
-        body = {"content": text, "type": "会话交接", "tags": ["会话交接", "forge"], "importance": 6,
-                "from_session": old_sid}
+        body = _handoff_memory(text, old_sid)
         answer = post_json(settings.memory_url + "/v1/hold", body, token=settings.token, timeout=10)
         if answer is not None and answer.get("stored"):
             return str(answer["id"])
-        from ..memory.hold import HoldRequest
         from ..memory.service import MemoryService
 
         service = MemoryService(settings, encoders={})  # vectors follow when the service next warms up
         try:
-            result = service.hold(HoldRequest(**body))
+            return service_holder(service)(text, old_sid)
         finally:
             service.close()
-        if not result.stored:
-            raise OmbreError(f"the memory service did not store the handoff: {result.decision}")
-        return str(result.id)
 
     return hold
 

@@ -1,0 +1,321 @@
+"""The dashboard at /ui (issue #18): pages over the same library functions the CLI calls.
+
+Every page reads through MemoryService, the keeper, the doctor, the bill and the window operations; every
+action is a POST carrying the form token (the bearer token, or a per-process secret on a loopback bind
+without one), so another site cannot make a browser act here; nothing is decided only here.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hmac
+from dataclasses import asdict
+from pathlib import Path
+from urllib.parse import parse_qs, quote
+from zoneinfo import ZoneInfo
+
+import jinja2
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from ...errors import OmbreError, UsageError
+from ...memory.breath import BreathRequest
+from ...memory.service import MemoryService
+from ...settings import Settings
+from ...window import history
+from . import svg
+from .text import words
+
+COOKIE = "ombre_token"
+LANG_COOKIE = "ombre_lang"
+TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("ombre.serve.ui", "templates"),
+                               autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+
+
+def _int(value: str | None) -> int | None:
+    value = (value or "").strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise UsageError(f"{value!r} is not a whole number") from None
+
+
+def unauthorized(request: Request) -> HTMLResponse:
+    """What a browser sees at /ui without the token on a bind that needs one."""
+    t = words(request.cookies.get(LANG_COOKIE))
+    return HTMLResponse(TEMPLATES.get_template("error.html").render(
+        t=t, path=request.url.path, message=t["no_token"], hint=t["no_token_hint"]), status_code=401)
+
+
+def router(service: MemoryService, form_token: str) -> APIRouter:
+    s: Settings = service.settings
+    zone = ZoneInfo(s.tz)
+    r = APIRouter(prefix="/ui")
+
+    def page(request: Request, name: str, code: int = 200, **context: object) -> HTMLResponse:
+        lang = request.query_params.get("lang") or request.cookies.get(LANG_COOKIE) or "zh"
+        body = TEMPLATES.get_template(f"{name}.html").render(
+            t=words(lang), lang=lang, csrf=form_token, local=s.local, path=request.url.path,
+            done=request.query_params.get("done"), **context)
+        response = HTMLResponse(body, status_code=code)
+        if request.query_params.get("lang"):
+            response.set_cookie(LANG_COOKIE, lang, samesite="strict")
+        return response
+
+    def failed(request: Request, exc: OmbreError) -> HTMLResponse:
+        return page(request, "error", code=422, message=exc.message, hint=exc.hint)
+
+    async def form(request: Request) -> dict[str, str]:
+        """The posted fields; refuses a post without the form token (another site's page cannot post here)."""
+        fields = {k: v[-1] for k, v in parse_qs((await request.body()).decode("utf-8", "replace"),
+                                                keep_blank_values=True).items()}
+        if not hmac.compare_digest(fields.get("csrf", ""), form_token):
+            raise PermissionError("missing or wrong form token")
+        return fields
+
+    def back(url: str, done: str) -> RedirectResponse:
+        return RedirectResponse(f"{url}?done={quote(done)}", status_code=303)
+
+    # -- overview ---------------------------------------------------------------------------------------
+    @r.get("", response_class=HTMLResponse)
+    def overview(request: Request) -> HTMLResponse:
+        from ...transcript.bill import compute
+        from ...tunnel import new_window
+        from ...tunnel.keeper import KeeperState
+
+        state = KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc)) if s.keeper_state.exists() else None
+        return page(request, "index", health=service.health(), keeper=asdict(state) if state else None,
+                    week=compute(s, 7).total, waiting=new_window.waiting(s))
+
+    # -- memories ---------------------------------------------------------------------------------------
+    @r.get("/memories", response_class=HTMLResponse)
+    def memories(request: Request, q: str = "", type: str = "", status: str = "", pinned: str = "",
+                 archived: str = "") -> HTMLResponse:
+        found = []
+        if q.strip():
+            result = service.breath(BreathRequest(query=q, max_results=20, max_tokens=20_000), touch=False)
+            found = [{"memory": service.store.get(c.id), "why": c.why, "score": c.score} for c in result.cards]
+            found = [f for f in found if f["memory"] is not None]
+        else:
+            rows = service.store.list(archived=True if archived else False, pinned=True if pinned else None,
+                                      type=type or None, limit=500)
+            found = [{"memory": m, "why": None, "score": None} for m in rows]
+        if type and q.strip():
+            found = [f for f in found if f["memory"].type == type]
+        if status:
+            found = [f for f in found if f["memory"].status == status]
+        kinds = sorted({m.type for m in service.store.list(archived=None, limit=5_000)})
+        return page(request, "memories", found=found, q=q, kinds=kinds,
+                    filters={"type": type, "status": status, "pinned": pinned, "archived": archived})
+
+    @r.get("/memories/{memory_id}", response_class=HTMLResponse)
+    def memory(request: Request, memory_id: str) -> HTMLResponse:
+        try:
+            report = service.history(memory_id)
+        except OmbreError as exc:
+            return failed(request, exc)
+        others = {c: service.store.get(c) for c in report["memory"]["conflicts"]}
+        for t in report["trace"]:
+            if t.get("other") and t["other"] not in others:
+                others[t["other"]] = service.store.get(t["other"])
+        return page(request, "memory", m=service.get(memory_id), report=report, others=others)
+
+    @r.post("/memories/{memory_id}/{action}")
+    async def memory_action(request: Request, memory_id: str, action: str):
+        fields = await form(request)
+        url = f"/ui/memories/{memory_id}"
+        try:
+            if action == "edit":
+                service.edit(memory_id, content=fields.get("content"), title=fields.get("title"),
+                             kind=fields.get("type") or None, importance=_int(fields.get("importance")))
+            elif action in ("pin", "unpin"):
+                service.edit(memory_id, pinned=action == "pin")
+            elif action in ("archive", "restore"):
+                service.edit(memory_id, archived=action == "archive", force=fields.get("force") == "yes")
+            elif action == "forget":
+                if fields.get("confirm") != "yes":
+                    raise UsageError("forgetting needs the confirmation", hint="tick the box and confirm")
+                service.forget(memory_id)
+                return back("/ui/memories", f"forget {memory_id}")
+            else:
+                raise UsageError(f"no action {action!r}")
+        except OmbreError as exc:
+            return failed(request, exc)
+        return back(url, action)
+
+    @r.get("/memories/{memory_id}/forget", response_class=HTMLResponse)
+    def forget_page(request: Request, memory_id: str) -> HTMLResponse:
+        try:
+            return page(request, "forget", m=service.get(memory_id))
+        except OmbreError as exc:
+            return failed(request, exc)
+
+    # -- sessions ---------------------------------------------------------------------------------------
+    @r.get("/sessions", response_class=HTMLResponse)
+    def sessions(request: Request) -> HTMLResponse:
+        from ...transcript.sessions import session_files
+        from ...transcript.usage import used_pct
+
+        rows = []
+        folders = sorted(p for p in s.projects_dir.iterdir() if p.is_dir()) if s.projects_dir.is_dir() else []
+        files = [f for folder in folders for f in session_files(folder)]
+        for f in sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)[:60]:
+            try:
+                pct = used_pct(f, s.context_window)[1]
+            except (OmbreError, OSError):
+                pct = None
+            stat = f.stat()
+            rows.append({"sid": f.stem, "project": f.parent.name, "size": stat.st_size, "pct": pct,
+                         "modified": dt.datetime.fromtimestamp(stat.st_mtime, dt.timezone.utc).isoformat()})
+        return page(request, "sessions", rows=rows)
+
+    def _session_path(sid: str) -> Path:
+        from ...transcript.sessions import find_session
+
+        return find_session(sid, s.projects_dir)
+
+    @r.get("/sessions/{sid}", response_class=HTMLResponse)
+    def session(request: Request, sid: str) -> HTMLResponse:
+        from ...window.anchors import anchors
+
+        try:
+            path = _session_path(sid)
+            return page(request, "session", sid=path.stem, anchors=anchors(path, 30), defaults={
+                "retain": s.forge_retain, "diet_retain": s.diet_retain}, plan=None, form_values={})
+        except OmbreError as exc:
+            return failed(request, exc)
+
+    def _plan(path: Path, values: dict[str, str]):
+        """The dry run the range picker shows: the same call as `ombre forge|diet --dry-run` with that range."""
+        from ...window.diet import DietOptions, run as run_diet
+        from ...window.forge import ForgeOptions, run as run_forge
+        from ...window.select import build_selector
+
+        if values.get("mode") == "diet":
+            return run_diet(path, DietOptions(retain=_int(values.get("retain")) or s.diet_retain,
+                                              squash=s.diet_squash, dry_run=True, window=s.context_window))
+        selector = build_selector(s.forge_retain, s.forge_max_kept, retain=_int(values.get("retain")),
+                                  keep_days=values.get("keep_days") or None,
+                                  keep_from_idx=_int(values.get("keep_from_idx")),
+                                  keep_to_idx=_int(values.get("keep_to_idx")))
+        return run_forge(path, ForgeOptions(selector=selector, dry_run=True, window=s.context_window))
+
+    @r.get("/sessions/{sid}/plan", response_class=HTMLResponse)
+    def plan(request: Request, sid: str) -> HTMLResponse:
+        from ...tunnel.handoff import prepare
+        from ...window.select import parse_days
+
+        values = dict(request.query_params)
+        try:
+            path = _session_path(sid)
+            result = _plan(path, values)
+            days = values.get("handoff_days") or ""
+            pack = prepare(path, parse_days(days) if days else ()).render() if values.get("mode") != "diet" else ""
+        except OmbreError as exc:
+            return failed(request, exc)
+        return page(request, "session", sid=path.stem, anchors=[], defaults={}, plan=result, handoff=pack,
+                    form_values=values)
+
+    @r.post("/sessions/{sid}/tunnel", response_class=HTMLResponse)
+    async def run_tunnel(request: Request, sid: str) -> HTMLResponse:
+        from ...tunnel.bridges import from_settings
+        from ...tunnel.tunnel import TunnelOptions, run, service_holder
+        from ...window.select import build_selector, parse_days
+
+        values = await form(request)
+        try:
+            if values.get("confirm") != "yes":
+                raise UsageError("the swap needs your confirmation", hint="tick the box, then run it")
+            path = _session_path(sid)
+            diet = values.get("mode") == "diet"
+            selector = None if diet else build_selector(
+                s.forge_retain, s.forge_max_kept, retain=_int(values.get("retain")),
+                keep_days=values.get("keep_days") or None, keep_from_idx=_int(values.get("keep_from_idx")),
+                keep_to_idx=_int(values.get("keep_to_idx")))
+            days = values.get("handoff_days") or ""
+            result = run(s, path, TunnelOptions(
+                mode="diet" if diet else "forge", selector=selector,
+                handoff_days=parse_days(days) if days else (),
+                handoff_text=(values.get("handoff") or "").strip() or None), bridge=from_settings(s),
+                holder=service_holder(service))
+        except OmbreError as exc:
+            return failed(request, exc)
+        return page(request, "tunnel", result=result)
+
+    # -- keeper and health --------------------------------------------------------------------------------
+    @r.get("/keeper", response_class=HTMLResponse)
+    def keeper(request: Request) -> HTMLResponse:
+        from ... import doctor
+        from ...tunnel import keeper as k
+        from ...tunnel.bridges import from_settings
+
+        try:
+            bridge = from_settings(s)
+        except OmbreError:
+            bridge = None
+        status = k.status(s, None, bridge)
+        lines = history.read(s.metrics_log, limit=2_000)
+        points = []
+        for e in lines:
+            at = _when(e.get("at"), zone)
+            if at is None:
+                continue
+            pct = e.get("used_pct")
+            points.append(svg.Point(at, float(pct) if isinstance(pct, (int, float)) else None,
+                                    f"d-{e.get('decision', 'note')}",
+                                    f"{s.local(e.get('at'))} {e.get('session', '')[:8]} {e.get('decision')} "
+                                    f"{e.get('mode') or ''} {e.get('reason') or e.get('error') or ''}"))
+        swaps = [svg.Rule(at.timestamp(), f"{e.get('mode')} → {e.get('new_sid')}", "swap")
+                 for e in lines if e.get("decision") == "ok" and (at := _when(e.get("at"), zone))]
+        plot = svg.timeline(points, y_max=100.0, hlines=[svg.Rule(s.diet_pct, f"diet {s.diet_pct}%", "diet"),
+                                                       svg.Rule(s.forge_pct, f"forge {s.forge_pct}%", "forge")],
+                            vlines=swaps, label="context %")
+        runs = [e for e in lines if e.get("decision") in ("ok", "fail", "trigger", "note")][-40:][::-1]
+        return page(request, "keeper", status=status, checks=doctor.run(s), plot=plot, points=len(points),
+                    runs=runs, skips=[e for e in lines if e.get("decision") == "skip"][-5:][::-1])
+
+    # -- the bill ---------------------------------------------------------------------------------------
+    @r.get("/bill", response_class=HTMLResponse)
+    def bill(request: Request, days: str = "30") -> HTMLResponse:
+        from ...transcript.bill import compute
+
+        try:
+            n = _int(days)
+            if n is not None and n < 1:
+                raise UsageError(f"{n} is not a number of days", hint="1 or more")
+        except OmbreError as exc:
+            return failed(request, exc)
+        b = compute(s, n)
+        points = []
+        for q in b.requests:
+            at = _when(q.at, zone)
+            if at is None:
+                continue
+            points.append(svg.Point(at, float(q.cache_read), "read", f"{s.local(q.at)} read {q.cache_read:,}"))
+            points.append(svg.Point(at, float(q.cache_creation), "write",
+                                    f"{s.local(q.at)} write {q.cache_creation:,}"))
+        swaps = []
+        for e in history.read(s.history_log, limit=100_000):
+            at = _when(e.get("at"), zone)
+            if e.get("ok") and e.get("new_sid") and at and (not b.requests or at >= _when(b.requests[0].at, zone)):
+                swaps.append(svg.Rule(at.timestamp(), f"{e.get('mode')} {e.get('new_sid')}", "swap"))
+        return page(request, "bill", b=b, days=n, plot=svg.timeline(points, vlines=swaps, label="cache tokens"))
+
+    # -- the hook log -----------------------------------------------------------------------------------
+    @r.get("/hooks", response_class=HTMLResponse)
+    def hooks(request: Request) -> HTMLResponse:
+        entries = history.read(s.ombre_home / "hooks.jsonl", limit=300)[::-1]
+        return page(request, "hooks", entries=entries)
+
+    return r
+
+
+def _when(stamp: object, zone: ZoneInfo) -> dt.datetime | None:
+    try:
+        moment = dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.astimezone(zone)
