@@ -30,10 +30,10 @@ def ombre_env(home: Path, **extra: str) -> dict[str, str]:
 
 class Server:
     def __init__(self, home: Path, token: str | None = None, env: dict[str, str] | None = None,
-                 port: int | None = None) -> None:
+                 port: int | None = None, host: str = "127.0.0.1") -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        args = OMBRE + ["serve", "--port", str(self.port)] + (["--token", token] if token else [])
+        args = OMBRE + ["serve", "--host", host, "--port", str(self.port)] + (["--token", token] if token else [])
         self.proc = subprocess.Popen(args, env=ombre_env(home, **(env or {})), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         deadline = time.time() + 30

@@ -29,10 +29,10 @@ class Check:
     fixed: str = ""  # what --fix did about it
 
 
-def _serve(s: Settings) -> Check:
+def _serve(s: Settings, own: dict | None = None) -> Check:
     from .client import health as probe
 
-    health = probe(s.memory_url, timeout=2)
+    health = own if own is not None else probe(s.memory_url, timeout=2)
     if health is None:
         return Check("memory service", False, f"nothing answers at {s.memory_url}",
                      "start it: `ombre serve` (or `systemctl --user start ombre-serve` after `ombre install service`)")
@@ -218,8 +218,9 @@ def _database(s: Settings, fix: bool) -> list[Check]:
     return checks
 
 
-def run(s: Settings, fix: bool = False) -> list[Check]:
-    checks = [_serve(s), _installed(s), *_bridge(s, fix), *_cc_connect(s), *_waiting_for_new(s), *_keeper(s),
+def run(s: Settings, fix: bool = False, serve_health: dict | None = None) -> list[Check]:
+    """`serve_health`: the service's own /health, when the caller is `ombre serve` itself (the dashboard)."""
+    checks = [_serve(s, serve_health), _installed(s), *_bridge(s, fix), *_cc_connect(s), *_waiting_for_new(s), *_keeper(s),
               _writes(s), *_arbitration(s), *_database(s, fix)]
     if fix:
         for c in checks:

@@ -214,8 +214,10 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
             pack = prepare(path, parse_days(days) if days else ()).render() if values.get("mode") != "diet" else ""
         except OmbreError as exc:
             return failed(request, exc)
-        return page(request, "session", sid=path.stem, anchors=[], defaults={}, plan=result, handoff=pack,
-                    form_values=values)
+        from ...window.anchors import anchors
+
+        return page(request, "session", sid=path.stem, anchors=anchors(path, 30), defaults={}, plan=result,
+                    handoff=pack, form_values=values)
 
     @r.post("/sessions/{sid}/tunnel", response_class=HTMLResponse)
     async def run_tunnel(request: Request, sid: str) -> HTMLResponse:
@@ -272,7 +274,7 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
                                                        svg.Rule(s.forge_pct, f"forge {s.forge_pct}%", "forge")],
                             vlines=swaps, label="context %")
         runs = [e for e in lines if e.get("decision") in ("ok", "fail", "trigger", "note")][-40:][::-1]
-        return page(request, "keeper", status=status, checks=doctor.run(s), plot=plot, points=len(points),
+        return page(request, "keeper", status=status, checks=doctor.run(s, serve_health=service.health()), plot=plot, points=len(points),
                     runs=runs, skips=[e for e in lines if e.get("decision") == "skip"][-5:][::-1])
 
     # -- the bill ---------------------------------------------------------------------------------------
