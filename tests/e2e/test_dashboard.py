@@ -96,6 +96,14 @@ def test_search_finds_a_held_memory_and_shows_why(site):
     assert "keyword" in rows.first.locator("td.why").inner_text()
     site.go("/ui/memories?lang=en")
     assert "Memories" in site.page.inner_text("header")
+    # the hook log: the real hook process, asking this service, logs which card it injected and why
+    payload = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "桂花乌龙还要少糖吗", "session_id": "s"})
+    hook = subprocess.run(OMBRE + ["hook", "user-prompt-submit"], input=payload, env=site.env, capture_output=True,
+                          text=True, timeout=60)
+    assert hook.returncode == 0, hook.stderr
+    site.go("/ui/hooks?lang=zh", "hooks")
+    assert site.page.locator("#hooks a.card").first.inner_text() == held
+    assert site.page.locator("#hooks tr.hook").count() == 1
 
 
 def test_pin_archive_and_forget_change_the_store(site):
@@ -221,7 +229,6 @@ def test_the_bill_equals_a_recount_of_the_fixture_usage(site):
         assert shown == sum(day[key] for day in expected.values()), field
     assert site.page.locator("#bill tr.day").count() == len(expected)
     assert site.page.locator("#cache-plot circle.pt.read").count() == sum(d["requests"] for d in expected.values())
-    site.go("/ui/hooks", "hooks")
 
 
 def test_without_the_token_a_non_loopback_bind_refuses(tmp_path, browser):

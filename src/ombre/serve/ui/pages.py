@@ -267,7 +267,8 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
             points.append(svg.Point(at, float(pct) if isinstance(pct, (int, float)) else None,
                                     f"d-{e.get('decision', 'note')}",
                                     f"{s.local(e.get('at'))} {e.get('session', '')[:8]} {e.get('decision')} "
-                                    f"{e.get('mode') or ''} {e.get('reason') or e.get('error') or ''}"))
+                                    f"{e.get('mode') or ''} {e.get('reason') or e.get('error') or ''}",
+                                    group=str(e.get("session") or "")))
         swaps = [svg.Rule(at.timestamp(), f"{e.get('mode')} → {e.get('new_sid')}", "swap")
                  for e in lines if e.get("decision") == "ok" and (at := _when(e.get("at"), zone))]
         plot = svg.timeline(points, y_max=100.0, hlines=[svg.Rule(s.diet_pct, f"diet {s.diet_pct}%", "diet"),

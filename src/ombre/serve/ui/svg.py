@@ -18,6 +18,7 @@ class Point:
     y: float | None  # None: an event with no reading, drawn on the bottom edge
     cls: str
     title: str
+    group: str = ""  # points of one group (a session) are joined by a line
 
 
 @dataclass
@@ -66,6 +67,13 @@ def timeline(points: list[Point], *, y_max: float | None = None, hlines: list[Ru
     for v in vlines:
         out.append(f'<line class="mark {v.cls}" x1="{x(v.value):.1f}" y1="{PAD_T}" x2="{x(v.value):.1f}" '
                    f'y2="{PAD_T + inner_h}"><title>{escape(v.label)}</title></line>')
+    groups: dict[str, list[Point]] = {}
+    for p in points:
+        if p.group and p.y is not None:
+            groups.setdefault(p.group, []).append(p)
+    for n, (name, members) in enumerate(sorted(groups.items())):
+        path = " ".join(f"{x(p.at.timestamp()):.1f},{y(p.y):.1f}" for p in sorted(members, key=lambda p: p.at))
+        out.append(f'<polyline class="series s{n % 6}" points="{path}"><title>{escape(name)}</title></polyline>')
     for p in points:
         cy = y(p.y) if p.y is not None else PAD_T + inner_h
         cls = p.cls + ("" if p.y is not None else " noval")
