@@ -4,7 +4,6 @@ Names and defaults follow the seed (§10, §16); nothing below this module reads
 """
 from __future__ import annotations
 
-import datetime as dt
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -208,15 +207,12 @@ class Settings:
 
     def local(self, stamp: str | None) -> str:
         """A stored UTC time as the person reads it: their zone (OMBRE_TZ, default Asia/Shanghai), to the minute."""
+        from .transcript.chain import parse_timestamp
+
         if not stamp:
             return "never"
-        try:
-            moment = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-        except ValueError:
-            return stamp
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=dt.timezone.utc)
-        return moment.astimezone(ZoneInfo(self.tz)).strftime("%Y-%m-%d %H:%M %Z")
+        moment = parse_timestamp(stamp)
+        return moment.astimezone(ZoneInfo(self.tz)).strftime("%Y-%m-%d %H:%M %Z") if moment else stamp
 
     @property
     def projects_dir(self) -> Path:

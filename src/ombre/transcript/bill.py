@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from ..settings import Settings
 from ..window import history
+from .chain import parse_timestamp
 
 # (model name prefix, input $/MTok, output $/MTok), first match wins; list prices
 PRICES: tuple[tuple[str, float, float], ...] = (
@@ -170,12 +171,9 @@ def requests(projects_dir: Path, written: set[str] = frozenset()) -> tuple[list[
 
 
 def _local_day(stamp: str, zone: ZoneInfo) -> tuple[str, str] | None:
-    try:
-        moment = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
+    moment = parse_timestamp(stamp)
+    if moment is None:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
     local = moment.astimezone(zone)
     return local.date().isoformat(), local.strftime("%H:%M")
 

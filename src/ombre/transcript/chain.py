@@ -204,12 +204,14 @@ class Transcript:
 
 
 def parse_timestamp(value: object) -> dt.datetime | None:
+    """An ISO time as written by Claude Code or Ombre; one without a zone is UTC (as both write them)."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.timezone.utc)
 
 
 def clip(text: str, n: int = PREVIEW_CHARS) -> str:

@@ -21,6 +21,7 @@ from ...errors import OmbreError, UsageError
 from ...memory.breath import BreathRequest
 from ...memory.service import MemoryService
 from ...settings import Settings
+from ...transcript.chain import parse_timestamp
 from ...window import history
 from . import svg
 from .text import words
@@ -315,10 +316,5 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
 
 
 def _when(stamp: object, zone: ZoneInfo) -> dt.datetime | None:
-    try:
-        moment = dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return moment.astimezone(zone)
+    moment = parse_timestamp(stamp)
+    return moment.astimezone(zone) if moment else None
