@@ -18,55 +18,24 @@ import numpy as np
 
 from ..errors import StoreError
 from . import migrations
-from .model import COMMITMENT_TYPES, Evidence, Memory
+from .model import COMMITMENT_TYPES, Memory
 from .embed import SPECS
 from .segment import match_expression
+from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, row_to_memory, row_values
 from .store import GateEntry, VectorIndex
 
-_FIELDS = ("content", "title", "type", "tags", "importance", "pinned", "valence", "arousal", "domain", "event_date",
-           "created", "last_active", "activation_count", "status", "archived", "from_session", "evidence_date",
-           "quote", "superseded_by", "situation", "conflicts", "trace", "earlier_quotes")
-# Each encoder's vectors live in their own pair of columns (the vector, and the model that made it).
-VECTOR_COLUMNS = {"e5": ("embedding", "embed_model"), "use": ("embedding_use", "use_model")}
-_VECTOR_NAMES = [c for pair in VECTOR_COLUMNS.values() for c in pair]
-_COLUMNS = "id, " + ", ".join(_FIELDS) + "".join(f", {vec} IS NOT NULL" for vec, _ in VECTOR_COLUMNS.values())
-_INSERT = f"INSERT INTO memories (id, {', '.join(_FIELDS)}) VALUES ({', '.join('?' * (len(_FIELDS) + 1))})"
-_INSERT_WITH_VECTORS = (f"INSERT INTO memories (id, {', '.join(_FIELDS)}, {', '.join(_VECTOR_NAMES)}) "
-                        f"VALUES ({', '.join('?' * (len(_FIELDS) + 1 + len(_VECTOR_NAMES)))})")
-_UPDATE = f"UPDATE memories SET {', '.join(f'{c}=?' for c in _FIELDS)} WHERE id=?"
+_COLUMNS = "id, " + ", ".join(FIELDS) + "".join(f", {vec} IS NOT NULL" for vec, _ in VECTOR_COLUMNS.values())
+_INSERT = f"INSERT INTO memories (id, {', '.join(FIELDS)}) VALUES ({', '.join('?' * (len(FIELDS) + 1))})"
+_INSERT_WITH_VECTORS = (f"INSERT INTO memories (id, {', '.join(FIELDS)}, {', '.join(VECTOR_NAMES)}) "
+                        f"VALUES ({', '.join('?' * (len(FIELDS) + 1 + len(VECTOR_NAMES)))})")
+_UPDATE = f"UPDATE memories SET {', '.join(f'{c}=?' for c in FIELDS)} WHERE id=?"
 _INDEX = "INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)"
 _COUNT_TERM = ("INSERT INTO term_docs (term, docs) VALUES (?, ?) "
                "ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs")
 
 
-def _distinct(terms: tuple[str, str]) -> set[str]:
-    """The terms one indexed memory holds, as term_docs counts them (once per memory)."""
-    return set(f"{terms[0]} {terms[1]}".split())
-
-
 def _count_steps(counts: Counter[str]) -> list[tuple[str, tuple]]:
     return [(_COUNT_TERM, (term, n)) for term, n in counts.items() if n]
-
-
-def _row_to_memory(row: tuple) -> Memory:
-    (mid, content, title, kind, tags, importance, pinned, valence, arousal, domain, event_date, created,
-     last_active, activation, status, archived, from_session, ev_date, quote, superseded_by, situation, conflicts,
-     trace, earlier_quotes, *has_vectors) = row
-    return Memory(id=mid, content=content, title=title, type=kind, tags=json.loads(tags), importance=importance,
-                  pinned=bool(pinned), valence=valence, arousal=arousal, domain=domain, event_date=event_date,
-                  created=created, last_active=last_active, activation_count=activation, status=status,
-                  archived=bool(archived), evidence=Evidence(from_session, ev_date, quote, json.loads(earlier_quotes)),
-                  superseded_by=superseded_by, situation=situation, conflicts=json.loads(conflicts),
-                  trace=json.loads(trace),
-                  vectors=[key for key, has in zip(VECTOR_COLUMNS, has_vectors) if has])
-
-
-def _values(m: Memory) -> tuple:
-    return (m.content, m.title, m.type, json.dumps(m.tags, ensure_ascii=False), m.importance, int(m.pinned),
-            m.valence, m.arousal, m.domain, m.event_date, m.created, m.last_active, m.activation_count, m.status,
-            int(m.archived), m.evidence.from_session, m.evidence.date, m.evidence.quote, m.superseded_by,
-            m.situation, json.dumps(m.conflicts), json.dumps(m.trace, ensure_ascii=False),
-            json.dumps(m.evidence.earlier, ensure_ascii=False))
 
 
 def _wal(db: sqlite3.Connection, wait_s: float = 10.0) -> None:
@@ -125,8 +94,8 @@ class SQLiteStore:
                 db.execute(sql, params)
 
     def add(self, memory: Memory, terms: tuple[str, str]) -> None:
-        self._write([(_INSERT, (memory.id, *_values(memory))), (_INDEX, (*terms, memory.id)),
-                     *_count_steps(Counter(_distinct(terms)))])
+        self._write([(_INSERT, (memory.id, *row_values(memory))), (_INDEX, (*terms, memory.id)),
+                     *_count_steps(Counter(distinct_terms(terms)))])
 
     def add_many(self, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
         """Add many memories in one transaction (import, benchmarks); all or nothing. Each row may carry
@@ -139,21 +108,21 @@ class SQLiteStore:
                 vector = (vectors or {}).get(key)
                 cells += ([None, None] if vector is None else
                           [np.asarray(vector, dtype=np.float32).tobytes(), SPECS[key].model])
-            steps.append((_INSERT_WITH_VECTORS, (memory.id, *_values(memory), *cells)))
+            steps.append((_INSERT_WITH_VECTORS, (memory.id, *row_values(memory), *cells)))
             steps.append((_INDEX, (*terms, memory.id)))
-            counts.update(_distinct(terms))
+            counts.update(distinct_terms(terms))
         self._write(steps + _count_steps(counts))
 
     def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
         with self._transaction() as db:
-            db.execute(_UPDATE, (*_values(memory), memory.id))
+            db.execute(_UPDATE, (*row_values(memory), memory.id))
             if terms is None:
                 return
             # the old terms are read inside the transaction, so a concurrent edit cannot skew the counts
-            counts: Counter[str] = Counter(_distinct(terms))
+            counts: Counter[str] = Counter(distinct_terms(terms))
             for rowid, words, grams in db.execute("SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?",
                                                   (memory.id,)).fetchall():
-                counts.subtract(_distinct((words, grams)))
+                counts.subtract(distinct_terms((words, grams)))
                 db.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
             db.execute(_INDEX, (*terms, memory.id))
             for sql, params in _count_steps(counts):
@@ -165,7 +134,7 @@ class SQLiteStore:
             counts: Counter[str] = Counter()
             for rowid, words, grams in db.execute("SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?",
                                                   (memory_id,)).fetchall():
-                counts.subtract(_distinct((words, grams)))
+                counts.subtract(distinct_terms((words, grams)))
                 db.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
             db.execute("DELETE FROM memories WHERE id=?", (memory_id,))
             for sql, params in _count_steps(counts):
@@ -203,7 +172,7 @@ class SQLiteStore:
 
     def get(self, memory_id: str) -> Memory | None:
         rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id=?", (memory_id,))
-        return _row_to_memory(rows[0]) if rows else None
+        return row_to_memory(rows[0]) if rows else None
 
     @staticmethod
     def _where(archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
@@ -229,7 +198,7 @@ class SQLiteStore:
              limit: int | None = None) -> list[Memory]:
         where, params = self._where(archived, pinned, type)
         sql = f"SELECT {_COLUMNS} FROM memories{where} ORDER BY created DESC, rowid DESC"
-        return [_row_to_memory(r) for r in self._query(sql + (f" LIMIT {int(limit)}" if limit else ""), params)]
+        return [row_to_memory(r) for r in self._query(sql + (f" LIMIT {int(limit)}" if limit else ""), params)]
 
     def count(self, *, pinned: bool | None = None, min_importance: int | None = None) -> int:
         where, params = self._where(pinned=pinned, min_importance=min_importance)
@@ -241,7 +210,7 @@ class SQLiteStore:
                                     exclude_commitments=exclude_commitments)
         rows = self._query(f"SELECT {_COLUMNS} FROM memories{where} ORDER BY last_active ASC, rowid ASC LIMIT 1",
                            params)
-        return _row_to_memory(rows[0]) if rows else None
+        return row_to_memory(rows[0]) if rows else None
 
     def on_month_days(self, month_days: list[str], *, created_before: str | None = None) -> list[Memory]:
         """Live memories whose event date or creation falls on one of these month-days ("MM-DD"); with
@@ -252,7 +221,7 @@ class SQLiteStore:
         # the same expressions as the indexes of m010, so each side of the OR is an index lookup
         created = f"substr(created, 6, 5) IN ({marks})" + (" AND created < ?" if created_before else "")
         params = (*month_days, *month_days, *((created_before,) if created_before else ()))
-        return [_row_to_memory(r) for r in self._query(
+        return [row_to_memory(r) for r in self._query(
             f"SELECT {_COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) IN ({marks}) OR ({created})) "
             "AND +archived=0 AND superseded_by IS NULL", params)]
 
@@ -261,7 +230,7 @@ class SQLiteStore:
         if not dates:
             return []
         marks = ",".join("?" * len(dates))
-        return [_row_to_memory(r) for r in self._query(
+        return [row_to_memory(r) for r in self._query(
             f"SELECT {_COLUMNS} FROM memories WHERE event_date IN ({marks}) AND +archived=0 AND superseded_by IS NULL "
             "ORDER BY event_date, importance DESC", tuple(dates))]
 
@@ -294,7 +263,7 @@ class SQLiteStore:
             chunk = ids[start:start + 500]
             rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
                                tuple(chunk))
-            out.update((r[0], _row_to_memory(r)) for r in rows)
+            out.update((r[0], row_to_memory(r)) for r in rows)
         return out
 
     def has_unembedded(self, encoder: str = "e5") -> bool:
@@ -321,7 +290,7 @@ class SQLiteStore:
 
     def without_vectors(self, encoder: str, limit: int) -> list[Memory]:
         vec = VECTOR_COLUMNS[encoder][0]
-        return [_row_to_memory(r) for r in self._query(
+        return [row_to_memory(r) for r in self._query(
             f"SELECT {_COLUMNS} FROM memories WHERE {vec} IS NULL ORDER BY rowid LIMIT ?", (limit,))]
 
     def gate_count(self, day: str, source: str, decisions: tuple[str, ...]) -> int:
