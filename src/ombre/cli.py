@@ -344,7 +344,7 @@ def _via_serve(settings: Settings, route: str, body: dict) -> dict | None:
     from .client import health
 
     up = health(settings.memory_url, timeout=0.5)
-    if up is None or up.get("database") != str(settings.memory_db):
+    if up is None or up.get("database") != settings.database_label:
         return None  # nothing answers, or a service on another OMBRE_HOME
     request = urllib.request.Request(settings.memory_url + route, json.dumps(body, ensure_ascii=False).encode(),
                                      headers)
@@ -471,7 +471,8 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
     """Run the memory service: HTTP API (/v1/hold, /v1/breath, /v1/memories/ID, /health) and MCP at /mcp."""
     from .memory import backup
 
-    backup.check_at_start(settings.memory_db, settings.backups_dir)
+    if not settings.db:  # a PostgreSQL store is checked and backed up by its own server
+        backup.check_at_start(settings.memory_db, settings.backups_dir)
     service = _service(settings)
     try:
         if stdio:
@@ -488,8 +489,9 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
         # memories without a vector from every encoder (an older store, a model that was away) are embedded
         # while serving; recall finds them by their other signals meanwhile (progress: GET /health)
         threading.Thread(target=service.embed_pending, name="ombre-embed", daemon=True).start()
-        threading.Thread(target=backup.daily, args=(settings.memory_db, settings.backups_dir, settings.backups_keep),
-                         name="ombre-backup", daemon=True).start()
+        if not settings.db:
+            threading.Thread(target=backup.daily, args=(settings.memory_db, settings.backups_dir,
+                                                        settings.backups_keep), name="ombre-backup", daemon=True).start()
         # the ready line is printed once the socket listens (uvicorn's own "started" is at log level info)
         config = uvicorn.Config(create_app(service, token), host=host, port=port, log_level="warning")
         server = uvicorn.Server(config)
@@ -500,7 +502,7 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
             if server.started:
                 bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
                 click.echo(f"ombre serve ready on http://{host}:{bound} (MCP at /mcp, health at /health; "
-                           f"database {settings.memory_db})", err=True)
+                           f"database {settings.database_label})", err=True)
 
         threading.Thread(target=ready, name="ombre-ready", daemon=True).start()
         server.run()
@@ -562,6 +564,12 @@ def doctor(settings: Settings, fix: bool, as_json: bool) -> None:
         sys.exit(1)
 
 
+def _sqlite_only(settings: Settings, what: str) -> None:
+    if settings.db:
+        raise UsageError(f"`ombre {what}` works on the SQLite file; OMBRE_DB is a PostgreSQL store",
+                         hint="back it up with its server's tools (pg_dump, or the managed service's backups)")
+
+
 @main.command("backup")
 @click.option("--list", "listing", is_flag=True, help="List the backups instead of taking one.")
 @json_option
@@ -571,6 +579,7 @@ def backup_command(settings: Settings, listing: bool, as_json: bool) -> None:
     """Back up the memory database (a consistent copy, safe while `ombre serve` runs)."""
     from .memory import backup
 
+    _sqlite_only(settings, "backup")
     if listing:
         found = [{"path": str(p), "bytes": p.stat().st_size} for p in backup.backups(settings.backups_dir)]
         _emit(as_json, found, lambda: "\n".join(f"{f['path']}  {f['bytes']:,} bytes" for f in found)
@@ -590,6 +599,7 @@ def restore_command(settings: Settings, file: Path, as_json: bool) -> None:
     """Put a backup in place of the memory database (checked first; the current one is kept aside)."""
     import socket
 
+    _sqlite_only(settings, "restore")
     from .client import host_port
     from .memory import backup
 

@@ -173,11 +173,14 @@ def _arbitration(s: Settings) -> list[Check]:
     """How the last writes were arbitrated: open contradictions wait for the person; a failed arbitration
     (the model down) wrote memories as 未确认 and says which backend to look at."""
     from .memory import backup
-    from .memory.sqlite_store import SQLiteStore
+    from .memory.store import open_store
 
-    if not s.memory_db.exists() or backup.problem(s.memory_db) is not None:
+    if not s.db and (not s.memory_db.exists() or backup.problem(s.memory_db) is not None):
         return []  # the database check says what is wrong
-    store = SQLiteStore(s.memory_db)
+    try:
+        store = open_store(s)
+    except OmbreError:
+        return []  # the database check says what is wrong
     try:
         open_conflicts = [m for m in store.list() if m.conflicts]
         gate = store.gate_log(50)
@@ -201,6 +204,19 @@ def _arbitration(s: Settings) -> list[Check]:
 def _database(s: Settings, fix: bool) -> list[Check]:
     from .memory import backup
 
+    if s.db:
+        from .memory.store import open_store
+
+        try:
+            store = open_store(s)
+            try:
+                n = store.count()
+            finally:
+                store.close()
+        except OmbreError as exc:
+            return [Check("database", False, exc.message, exc.hint)]
+        return [Check("database", True, f"PostgreSQL {s.database_label}: {n} memories (back it up with pg_dump or "
+                      "your provider's backups)")]
     if not s.memory_db.exists():
         return [Check("database", True, f"no memory database yet ({s.memory_db}): nothing held")]
     wrong = backup.problem(s.memory_db)

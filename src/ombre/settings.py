@@ -33,6 +33,17 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() not in {"0", "false", "no", "off"}
 
 
+def _database(url: str | None) -> str | None:
+    if not url or not url.strip():
+        return None
+    if not url.startswith(("postgresql://", "postgres://")):
+        from .errors import UsageError
+
+        raise UsageError(f"OMBRE_DB={url!r} is not a PostgreSQL address",
+                         hint="use postgresql://user:password@host:5432/dbname, or unset it for the SQLite file")
+    return url.strip()
+
+
 def _zone(name: str) -> str:
     from zoneinfo import ZoneInfoNotFoundError
 
@@ -131,6 +142,7 @@ class Settings:
     llm_daily_calls: int = 200
     llm_daily_tokens: int = 300_000
     claude_bin: str = "claude"  # OMBRE_CLAUDE_BIN: the Claude Code CLI that OMBRE_LLM=claude-code asks
+    db: str | None = None  # OMBRE_DB=postgresql://…: the PostgreSQL store; unset, the SQLite file in OMBRE_HOME
     tz: str = SHANGHAI  # OMBRE_TZ: the zone times are shown in to the person (stored times stay UTC)
     async_distill: bool = True  # ASYNC_DISTILL=0 turns background distillation off
     distill_warmup: bool = False  # OMBRE_DISTILL_WARMUP=1: a new session's recent turns are read too
@@ -200,6 +212,7 @@ class Settings:
             llm_daily_calls=_int(env, "OMBRE_LLM_DAILY_CALLS", 200),
             llm_daily_tokens=_int(env, "OMBRE_LLM_DAILY_TOKENS", 300_000),
             claude_bin=env.get("OMBRE_CLAUDE_BIN") or "claude",
+            db=_database(env.get("OMBRE_DB")),
             tz=_zone(env.get("OMBRE_TZ") or SHANGHAI),
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),
@@ -246,10 +259,21 @@ class Settings:
     def backups_dir(self) -> Path:
         return self.ombre_home / "backups"
 
+    @property
+    def database_label(self) -> str:
+        """Where memories live, as shown to a person: the file, or the server address without its password."""
+        if not self.db:
+            return str(self.memory_db)
+        import re
+
+        return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", self.db)
+
     def as_dict(self) -> dict:
         out = {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else
                         list(v) if isinstance(v, tuple) else v) for f in fields(self)}
         for secret in ("token", "llm_api_key"):
             if out[secret]:
                 out[secret] = "***"  # config output gets pasted into issues
+        if out["db"]:
+            out["db"] = self.database_label
         return out

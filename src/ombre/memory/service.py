@@ -19,8 +19,7 @@ from .embed import LOADERS, ORDER, Embedder
 from .hold import HoldRequest, HoldResult, enrich, enrich_pending, hold, validate
 from .model import BUILTIN_TYPES, Memory, iso, now_utc, shanghai_date
 from .segment import document
-from .sqlite_store import SQLiteStore
-from .store import GateEntry, MemoryStore
+from .store import GateEntry, MemoryStore, open_store
 
 
 @dataclass
@@ -36,7 +35,7 @@ class MemoryService:
         """`encoders` fixes exactly which encoders recall uses; otherwise settings.encoders (OMBRE_ENCODERS,
         OMBRE_VECTORS) name them and each loads on first use, `embedder` standing in for e5."""
         self.settings = settings
-        self.store = store or SQLiteStore(settings.memory_db)
+        self.store = store or open_store(settings)
         self._fixed = encoders is not None
         self._encoders: dict[str, Embedder] = dict(encoders or {})
         if embedder is not None and not self._fixed:
@@ -240,7 +239,8 @@ class MemoryService:
         except PackageNotFoundError:
             ours = "unknown"
         newest = backup.backups(self.settings.backups_dir)[-1:]
-        state = {"version": ours, "database": str(self.settings.memory_db), "backend": "sqlite", "memories": total,
+        state = {"version": ours, "database": self.settings.database_label,
+                 "backend": "postgresql" if self.settings.db else "sqlite", "memories": total,
                  "encoders": list(self.encoders), "models": {k: "loaded" for k in self.encoders} | {
                      k: f"unavailable: {v}" for k, v in self.encoder_errors.items()},
                  "embedding": self.embedding, "last_backup": str(newest[0]) if newest else None}

@@ -1,0 +1,371 @@
+"""The PostgreSQL + pgvector store (issue #19), selected by OMBRE_DB=postgresql://…; the same protocol as the
+embedded SQLite store, so nothing above it changes.
+
+- Schema by named migrations recorded in `_migrations`, applied under a transaction-level advisory lock, so
+  two services starting at once against one database neither race nor apply a step twice.
+- Vectors in pgvector columns (both encoders), each with an HNSW index (inner product: vectors are unit
+  length). Recall still scores the whole matrix the way the SQLite store does; the indexes keep a nearest-
+  neighbour query cheap for a caller that wants one.
+- Keywords: the same Python segmentation as SQLite (rjieba words, CJK bigrams), stored as lexemes with no
+  parser in between (array_to_tsvector: PostgreSQL's own parser would cut Chinese differently) in a tsvector
+  with a GIN index; ranking is BM25 computed from term counts (words weight 1, bigrams 0.25, as FTS5's bm25
+  is configured), with document frequencies in term_docs, as in SQLite.
+- Writes are transactions; activation counts are incremented in SQL, so concurrent services lose none.
+"""
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..errors import StoreError
+from .embed import SPECS
+from .model import COMMITMENT_TYPES, Memory
+from .rows import FIELDS, VECTOR_COLUMNS, distinct_terms, row_to_memory, row_values
+from .store import GateEntry, VectorIndex
+
+LOCK_KEY = 0x6F6D627265  # "ombre": the advisory lock migrations take
+COLUMNS = "id, " + ", ".join(FIELDS) + "".join(f", {vec} IS NOT NULL" for vec, _ in VECTOR_COLUMNS.values())
+K1, B, GRAM_WEIGHT = 1.2, 0.75, 0.25
+
+
+def _schema() -> list[tuple[str, list[str]]]:
+    e5, use = SPECS["e5"].dim, SPECS["use"].dim
+    return [
+        ("m001_schema", [
+            "CREATE EXTENSION IF NOT EXISTS vector",
+            f"""CREATE TABLE memories (
+                seq BIGSERIAL UNIQUE,
+                id TEXT PRIMARY KEY,
+                content TEXT NOT NULL, title TEXT NOT NULL DEFAULT '', type TEXT NOT NULL,
+                tags TEXT NOT NULL DEFAULT '[]',
+                importance INTEGER NOT NULL CHECK (importance BETWEEN 1 AND 10),
+                pinned INTEGER NOT NULL DEFAULT 0, valence REAL NOT NULL DEFAULT 0.5, arousal REAL NOT NULL DEFAULT 0.3,
+                domain TEXT NOT NULL DEFAULT '', event_date TEXT, created TEXT NOT NULL, last_active TEXT NOT NULL,
+                activation_count INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL, archived INTEGER NOT NULL DEFAULT 0,
+                from_session TEXT, evidence_date TEXT, quote TEXT, superseded_by TEXT,
+                situation TEXT NOT NULL DEFAULT '', conflicts TEXT NOT NULL DEFAULT '[]',
+                trace TEXT NOT NULL DEFAULT '[]', earlier_quotes TEXT NOT NULL DEFAULT '[]',
+                embedding vector({e5}), embed_model TEXT, embedding_use vector({use}), use_model TEXT,
+                words TEXT NOT NULL DEFAULT '', grams TEXT NOT NULL DEFAULT '', length INTEGER NOT NULL DEFAULT 0,
+                terms tsvector)""",
+            "CREATE INDEX memories_active ON memories(archived, pinned, importance)",
+            "CREATE INDEX memories_terms ON memories USING gin(terms)",
+            "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_ip_ops)",
+            "CREATE INDEX memories_embedding_use ON memories USING hnsw (embedding_use vector_ip_ops)",
+            "CREATE INDEX memories_event_date ON memories(event_date)",
+            "CREATE INDEX memories_type_created ON memories(type, created)",
+            "CREATE INDEX memories_event_md ON memories(substr(event_date, 6, 5))",
+            "CREATE INDEX memories_created_md ON memories(substr(created, 6, 5))",
+            """CREATE TABLE gate_log (seq BIGSERIAL PRIMARY KEY, at TEXT NOT NULL, day TEXT NOT NULL,
+                source TEXT NOT NULL, decision TEXT NOT NULL, reasons TEXT NOT NULL, memory_id TEXT,
+                content TEXT NOT NULL)""",
+            "CREATE INDEX gate_log_day ON gate_log(day, source, decision)",
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            "CREATE TABLE term_docs (term TEXT PRIMARY KEY, docs INTEGER NOT NULL)",
+        ]),
+    ]
+
+
+_LEXEMES = "array_to_tsvector(regexp_split_to_array(nullif(btrim(%s), ''), '\\s+'))"
+_TERMS = (f"coalesce(setweight({_LEXEMES}, 'A'), ''::tsvector) || "
+          f"coalesce(setweight({_LEXEMES}, 'D'), ''::tsvector)")
+_INSERT = (f"INSERT INTO memories (id, {', '.join(FIELDS)}, words, grams, length, terms) "
+           f"VALUES ({', '.join(['%s'] * (len(FIELDS) + 4))}, {_TERMS})")
+# readers cache the vector matrix while this stays the same; every write that can change it moves it
+_BUMP = ("INSERT INTO meta (key, value) VALUES ('vectors_version', '1') ON CONFLICT (key) "
+         "DO UPDATE SET value = (meta.value::bigint + 1)::text", ())
+
+
+def _array(value) -> np.ndarray:
+    """A pgvector value as float32 (pgvector returns its own Vector type, or numpy once registered)."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
+def _length(terms: tuple[str, str]) -> int:
+    return len(terms[0].split()) + len(terms[1].split())
+_UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s"
+_COUNT_TERM = ("INSERT INTO term_docs (term, docs) VALUES (%s, %s) "
+               "ON CONFLICT (term) DO UPDATE SET docs = term_docs.docs + excluded.docs")
+
+
+def _count_steps(counts: Counter[str]) -> list[tuple[str, tuple]]:
+    # in a fixed order, so two transactions counting the same terms take their row locks alike (no deadlock)
+    return [(_COUNT_TERM, (term, n)) for term, n in sorted(counts.items()) if n]
+
+
+class PostgresStore:
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg
+            from pgvector.psycopg import register_vector
+        except ImportError:
+            raise StoreError("OMBRE_DB is a PostgreSQL address, but psycopg and pgvector are not installed",
+                             hint="pip install 'ombre[postgres]'") from None
+
+        self.url = url
+        self._psycopg = psycopg
+        try:
+            self._db = psycopg.connect(url, autocommit=True)
+            self._migrate()
+            register_vector(self._db)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the PostgreSQL memory store: {exc}".strip(),
+                             hint="check OMBRE_DB (postgresql://user:password@host/dbname) and that the pgvector "
+                                  "extension is installed there") from exc
+        self._lock = threading.RLock()
+        self._cache: dict[str, tuple[str | None, VectorIndex]] = {}
+
+    def _migrate(self) -> list[str]:
+        applied = []
+        with self._db.transaction():
+            self._db.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+            self._db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            done = {r[0] for r in self._db.execute("SELECT name FROM _migrations").fetchall()}
+            for name, statements in _schema():
+                if name in done:
+                    continue
+                for sql in statements:
+                    self._db.execute(sql)
+                self._db.execute("INSERT INTO _migrations VALUES (%s, now()::text)", (name,))
+                applied.append(name)
+        return applied
+
+    # -- writes ---------------------------------------------------------------------------------------
+    @contextmanager
+    def _transaction(self) -> Iterator:
+        with self._lock:
+            try:
+                with self._db.transaction():
+                    yield self._db
+            except self._psycopg.Error as exc:
+                raise StoreError(f"memory database write failed: {exc}", hint="nothing was written; try again") \
+                    from exc
+
+    def _write(self, steps: list[tuple[str, tuple]]) -> None:
+        with self._transaction() as db:
+            for sql, params in steps:
+                db.execute(sql, params)
+
+    def add(self, memory: Memory, terms: tuple[str, str]) -> None:
+        self.add_many([(memory, terms, None)])
+
+    def add_many(self, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
+        counts: Counter[str] = Counter()
+        with self._transaction() as db:
+            for memory, terms, vectors in rows:
+                db.execute(_INSERT, (memory.id, *row_values(memory), *terms, _length(terms), terms[0], terms[1]))
+                for key, (vec, model) in VECTOR_COLUMNS.items():
+                    vector = (vectors or {}).get(key)
+                    if vector is not None:
+                        db.execute(f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s",
+                                   (np.asarray(vector, dtype=np.float32), SPECS[key].model, memory.id))
+                counts.update(distinct_terms(terms))
+            for sql, params in _count_steps(counts):
+                db.execute(sql, params)
+            db.execute(*_BUMP)
+
+    def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
+        with self._transaction() as db:
+            db.execute(*_BUMP)  # an archive or restore changes which vectors are live
+            if terms is None:
+                db.execute(_UPDATE, (*row_values(memory), memory.id))
+                return
+            old = db.execute("SELECT words, grams FROM memories WHERE id=%s FOR UPDATE", (memory.id,)).fetchone()
+            db.execute(_UPDATE, (*row_values(memory), memory.id))
+            db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE id=%s",
+                       (*terms, _length(terms), *terms, memory.id))
+            counts: Counter[str] = Counter(distinct_terms(terms))
+            if old is not None:
+                counts.subtract(distinct_terms((old[0], old[1])))
+            for sql, params in _count_steps(counts):
+                db.execute(sql, params)
+
+    def delete(self, memory_id: str) -> None:
+        with self._transaction() as db:
+            db.execute(*_BUMP)
+            old = db.execute("DELETE FROM memories WHERE id=%s RETURNING words, grams", (memory_id,)).fetchone()
+            if old is not None:
+                counts: Counter[str] = Counter()
+                counts.subtract(distinct_terms((old[0], old[1])))
+                for sql, params in _count_steps(counts):
+                    db.execute(sql, params)
+
+    def set_vectors(self, encoder: str, rows: list[tuple[str, np.ndarray]]) -> None:
+        vec, model = VECTOR_COLUMNS[encoder]
+        self._write([_BUMP] + [(f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s",
+                               (np.asarray(v, dtype=np.float32), SPECS[encoder].model, mid)) for mid, v in rows])
+
+    def touch(self, ids: list[str], at: str) -> None:
+        if ids:
+            self._write([("UPDATE memories SET activation_count = activation_count + 1, last_active=%s WHERE id=%s",
+                          (at, i)) for i in sorted(ids)])
+
+    def log_gate(self, entry: GateEntry) -> None:
+        self._write([("INSERT INTO gate_log (at, day, source, decision, reasons, memory_id, content) "
+                      "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                      (entry.at, entry.day, entry.source, entry.decision,
+                       json.dumps(entry.reasons, ensure_ascii=False), entry.memory_id, entry.content[:500]))])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write([("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET "
+                      "value=excluded.value", (key, value))])
+
+    # -- reads ----------------------------------------------------------------------------------------
+    def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except self._psycopg.Error as exc:
+                raise StoreError(f"memory database read failed: {exc}", hint="check OMBRE_DB") from exc
+
+    def get(self, memory_id: str) -> Memory | None:
+        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id=%s", (memory_id,))
+        return row_to_memory(rows[0]) if rows else None
+
+    @staticmethod
+    def _where(archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
+               min_importance: int | None = None, exclude_commitments: bool = False) -> tuple[str, tuple]:
+        where, params = [], []
+        for column, value in (("archived", archived), ("pinned", pinned)):
+            if value is not None:
+                where.append(f"{column}=%s")
+                params.append(int(value))
+        if type is not None:
+            where.append("type=%s")
+            params.append(type)
+        if min_importance is not None:
+            where.append("importance>=%s")
+            params.append(min_importance)
+        if exclude_commitments:
+            where.append(f"type NOT IN ({','.join(['%s'] * len(COMMITMENT_TYPES))})")
+            params.extend(COMMITMENT_TYPES)
+        return (" WHERE " + " AND ".join(where) if where else ""), tuple(params)
+
+    def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
+             limit: int | None = None) -> list[Memory]:
+        where, params = self._where(archived, pinned, type)
+        sql = f"SELECT {COLUMNS} FROM memories{where} ORDER BY created DESC, seq DESC"
+        return [row_to_memory(r) for r in self._query(sql + (f" LIMIT {int(limit)}" if limit else ""), params)]
+
+    def count(self, *, pinned: bool | None = None, min_importance: int | None = None) -> int:
+        where, params = self._where(pinned=pinned, min_importance=min_importance)
+        return self._query(f"SELECT count(*) FROM memories{where}", params)[0][0]
+
+    def least_active(self, *, pinned: bool | None = None, min_importance: int | None = None,
+                     exclude_commitments: bool = True) -> Memory | None:
+        where, params = self._where(pinned=pinned, min_importance=min_importance,
+                                    exclude_commitments=exclude_commitments)
+        rows = self._query(f"SELECT {COLUMNS} FROM memories{where} ORDER BY last_active ASC, seq ASC LIMIT 1",
+                           params)
+        return row_to_memory(rows[0]) if rows else None
+
+    def on_month_days(self, month_days: list[str], *, created_before: str | None = None) -> list[Memory]:
+        if not month_days:
+            return []
+        created = "substr(created, 6, 5) = ANY(%s)" + (" AND created < %s" if created_before else "")
+        params = (month_days, month_days, *((created_before,) if created_before else ()))
+        return [row_to_memory(r) for r in self._query(
+            f"SELECT {COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) = ANY(%s) OR ({created})) "
+            "AND archived=0 AND superseded_by IS NULL", params)]
+
+    def on_dates(self, dates: list[str]) -> list[Memory]:
+        if not dates:
+            return []
+        return [row_to_memory(r) for r in self._query(
+            f"SELECT {COLUMNS} FROM memories WHERE event_date = ANY(%s) AND archived=0 AND superseded_by IS NULL "
+            "ORDER BY event_date, importance DESC", (dates,))]
+
+    COMMON_SHARE = 0.05
+    LARGE_STORE = 2_000
+    MAX_TERMS = 12
+    CANDIDATES = 2_000  # rows scored per search: the GIN index finds them, BM25 ranks them
+
+    def keyword_search(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
+        """BM25 over words (and bigrams at a quarter weight), as the SQLite store ranks with FTS5."""
+        if not terms:
+            return []
+        total = self._query("SELECT count(*) FROM memories")[0][0]
+        df = dict(self._query("SELECT term, docs FROM term_docs WHERE term = ANY(%s)", (terms,)))
+        if total > self.LARGE_STORE:
+            present = sorted((t for t in terms if df.get(t)), key=lambda t: df[t])
+            rare = [t for t in present if df[t] <= self.COMMON_SHARE * total][: self.MAX_TERMS]
+            terms = rare or present[:3]
+        terms = [t for t in terms if df.get(t)]
+        if not terms:
+            return []
+        query = " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+        rows = self._query("SELECT id, words, grams FROM memories WHERE terms @@ %s::tsquery LIMIT %s",
+                           (query, self.CANDIDATES))
+        stats = self._query("SELECT avg(length) FROM memories")[0][0] or 1.0
+        wanted = set(terms)
+        scored = []
+        for mid, words, grams in rows:
+            w, g = words.split(), grams.split()
+            tf = Counter(t for t in w if t in wanted)
+            for t in g:
+                if t in wanted:
+                    tf[t] += GRAM_WEIGHT
+            length = (len(w) + len(g)) / float(stats)
+            score = 0.0
+            for t, f in tf.items():
+                idf = max(math.log((total - df[t] + 0.5) / (df[t] + 0.5)), 1e-6)
+                score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length))
+            scored.append((mid, score))
+        scored.sort(key=lambda r: (-r[1], r[0]))
+        return scored[:limit]
+
+    def get_many(self, ids: list[str]) -> dict[str, Memory]:
+        if not ids:
+            return {}
+        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", (list(ids),))
+        return {r[0]: row_to_memory(r) for r in rows}
+
+    def has_unembedded(self, encoder: str = "e5") -> bool:
+        vec = VECTOR_COLUMNS[encoder][0]
+        return bool(self._query(f"SELECT 1 FROM memories WHERE {vec} IS NULL AND archived=0 LIMIT 1"))
+
+    def unembedded_count(self, encoder: str) -> int:
+        vec = VECTOR_COLUMNS[encoder][0]
+        return self._query(f"SELECT count(*) FROM memories WHERE {vec} IS NULL")[0][0]
+
+    def vectors(self, encoder: str = "e5") -> VectorIndex:
+        # Another service may have written: the cache holds while vectors_version is unchanged (every write
+        # that can change the live vectors moves it; a touch does not).
+        vec = VECTOR_COLUMNS[encoder][0]
+        version = self.meta("vectors_version")
+        cached = self._cache.get(encoder)
+        if cached is None or cached[0] != version:
+            rows = self._query(f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL ORDER BY seq")
+            dim = SPECS[encoder].dim
+            matrix = (np.stack([_array(r[1]) for r in rows]) if rows
+                      else np.zeros((0, dim), dtype=np.float32))
+            cached = self._cache[encoder] = (version, VectorIndex([r[0] for r in rows], matrix))
+        return cached[1]
+
+    def without_vectors(self, encoder: str, limit: int) -> list[Memory]:
+        vec = VECTOR_COLUMNS[encoder][0]
+        return [row_to_memory(r) for r in self._query(
+            f"SELECT {COLUMNS} FROM memories WHERE {vec} IS NULL ORDER BY seq LIMIT %s", (limit,))]
+
+    def gate_count(self, day: str, source: str, decisions: tuple[str, ...]) -> int:
+        return self._query("SELECT count(*) FROM gate_log WHERE day=%s AND source=%s AND decision = ANY(%s)",
+                           (day, source, list(decisions)))[0][0]
+
+    def gate_log(self, limit: int) -> list[GateEntry]:
+        rows = self._query("SELECT at, day, source, decision, reasons, content, memory_id FROM gate_log "
+                           "ORDER BY seq DESC LIMIT %s", (limit,))
+        return [GateEntry(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
+
+    def meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key=%s", (key,))
+        return rows[0][0] if rows else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

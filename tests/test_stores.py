@@ -1,0 +1,176 @@
+"""The store protocol on both backends (issue #19): the embedded SQLite file and PostgreSQL + pgvector, the
+latter a real PostgreSQL 16 started by the `pgserver` package (no server to set up by hand). The same
+calls give the same answers; the memory service runs unchanged on either."""
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ombre.memory.hold import HoldRequest
+from ombre.memory.model import Memory, iso, now_utc
+from ombre.memory.segment import document, query_terms
+from ombre.memory.store import GateEntry, open_store
+from ombre.settings import Settings
+
+_count = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory):
+    """One PostgreSQL server for the session; each test gets a database of its own."""
+    pgserver = pytest.importorskip("pgserver")
+    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    yield server
+    server.cleanup()
+
+
+def fresh_database(server) -> str:
+    import psycopg
+
+    name = f"t{next(_count)}_{int(time.time() * 1000) % 100000}"
+    with psycopg.connect(server.get_uri(), autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    return server.get_uri().replace("/postgres?", f"/{name}?")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def settings(request, tmp_path: Path) -> Settings:
+    env = {"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre"), "OMBRE_VECTORS": "0"}
+    if request.param == "postgresql":
+        env["OMBRE_DB"] = fresh_database(request.getfixturevalue("postgres"))
+    return Settings.from_env(env)
+
+
+@pytest.fixture
+def store(settings):
+    s = open_store(settings)
+    yield s
+    s.close()
+
+
+def memory(mid: str, content: str, **kw) -> Memory:
+    stamp = kw.pop("created", iso(now_utc()))
+    return Memory(id=mid, content=content, type=kw.pop("type", "事件"), created=stamp, last_active=stamp,
+                  status="confirmed", **kw)
+
+
+CORPUS = ["她最喜欢桂花乌龙，少糖", "她养了一只叫年糕的橘猫", "每周三晚上八点语音", "她对花生过敏，千万别推荐花生",
+          "她妹妹的生日是12月6日", "周末一起去爬山", "她喜欢下雨天在家看书", "她讨厌香菜"]
+
+
+def test_writes_and_reads_round_trip(store):
+    for i, text in enumerate(CORPUS):
+        store.add(memory(f"m{i}", text, importance=5 + i % 5, pinned=i == 1), document(text))
+    assert store.count() == len(CORPUS) and store.count(pinned=True) == 1
+    got = store.get("m3")
+    assert got.content == CORPUS[3] and got.importance == 8 and not got.archived
+    assert set(store.get_many(["m0", "m5", "nope"])) == {"m0", "m5"}
+    got.archived = True
+    store.update(got)
+    assert store.get("m3").archived and len(store.list()) == len(CORPUS) - 1
+    assert [m.id for m in store.list(archived=True)] == ["m3"]
+    store.touch(["m0", "m0"], "2099-01-01T00:00:00+00:00")
+    assert store.get("m0").activation_count == 2
+    assert store.least_active(pinned=None).id != "m0"
+    store.delete("m5")
+    assert store.get("m5") is None and store.count() == len(CORPUS) - 2  # count() leaves out the archived
+    store.log_gate(GateEntry("2026-12-04T00:00:00+00:00", "2026-12-04", "auto", "store", ["理由"], "内容", "m0"))
+    assert store.gate_count("2026-12-04", "auto", ("store",)) == 1 and store.gate_log(5)[0].reasons == ["理由"]
+    store.set_meta("k", "v")
+    store.set_meta("k", "w")
+    assert store.meta("k") == "w" and store.meta("missing") is None
+
+
+def test_keyword_search_ranks_alike_on_both_backends(store):
+    for i, text in enumerate(CORPUS):
+        store.add(memory(f"m{i}", text), document(text))
+    assert store.keyword_search(query_terms("她喝什么茶？桂花乌龙"), 5)[0][0] == "m0"
+    assert store.keyword_search(query_terms("年糕最近还好吗"), 5)[0][0] == "m1"
+    assert store.keyword_search(query_terms("花生"), 5)[0][0] == "m3"
+    assert store.keyword_search(query_terms("quantum physics"), 5) == []
+    text = "她最喜欢茉莉奶绿"
+    changed = store.get("m0")
+    changed.content = text
+    store.update(changed, document(text))
+    assert all(mid != "m0" for mid, _ in store.keyword_search(query_terms("桂花乌龙"), 5))
+    assert store.keyword_search(query_terms("茉莉奶绿"), 5)[0][0] == "m0"
+
+
+def test_vectors_are_stored_found_and_follow_archiving(store):
+    rng = np.random.default_rng(1)
+    for i, text in enumerate(CORPUS[:4]):
+        store.add(memory(f"m{i}", text), document(text))
+    assert store.has_unembedded("use") and store.unembedded_count("use") == 4
+    vectors = {f"m{i}": (v / np.linalg.norm(v)).astype(np.float32) for i, v in enumerate(rng.normal(size=(4, 512)))}
+    store.set_vectors("use", list(vectors.items())[:3])
+    assert [m.id for m in store.without_vectors("use", 10)] == ["m3"]
+    index = store.vectors("use")
+    assert sorted(index.ids) == ["m0", "m1", "m2"]
+    assert np.allclose(index.matrix[index.positions["m1"]], vectors["m1"], atol=1e-6)
+    gone = store.get("m1")
+    gone.archived = True
+    store.update(gone)
+    assert sorted(store.vectors("use").ids) == ["m0", "m2"]  # the cache saw the change
+
+
+def test_dates_and_month_days(store):
+    store.add(memory("b", "她妹妹的生日", event_date="2020-12-06"), document("她妹妹的生日"))
+    store.add(memory("old", "第一次见面", created="2025-12-05T02:00:00+00:00"), document("第一次见面"))
+    assert [m.id for m in store.on_dates(["2020-12-06"])] == ["b"]
+    assert {m.id for m in store.on_month_days(["12-06", "12-05"])} == {"b", "old"}
+    assert [m.id for m in store.on_month_days(["12-05"], created_before="2025-01-01")] == []
+
+
+def test_the_memory_service_runs_unchanged_on_either_backend(settings, embedder):
+    from ombre.memory.breath import BreathRequest
+    from ombre.write.commitment_arbitrate import open_service
+
+    svc = open_service(settings, embedder=embedder)  # arbitration and recall with real e5 vectors
+    try:
+        old = svc.hold(HoldRequest(content="每周三晚上八点语音", type="承诺", quote="以后每周三晚上八点都语音吧"))
+        new = svc.hold(HoldRequest(content="语音改到每周四晚上八点", type="承诺", quote="之后改成周四晚上八点吧"))
+        assert new.arbitration["action"] == "overwrite"
+        assert svc.get(old.id).superseded_by == new.id
+        cards = svc.breath(BreathRequest(query="什么时候语音")).cards
+        assert [c.id for c in cards][:1] == [new.id]
+        edited = svc.edit(new.id, importance=9)
+        assert edited.memory.importance == 9
+        svc.forget(old.id)
+        assert svc.store.get(old.id) is None
+        assert svc.health()["backend"] == ("postgresql" if settings.db else "sqlite")
+    finally:
+        svc.close()
+
+
+def test_services_starting_at_once_migrate_a_new_database_once(postgres):
+    url = fresh_database(postgres)
+    script = ("import sys, time; from ombre.memory.postgres_store import PostgresStore; "
+              "time.sleep(max(0.0, float(sys.argv[2]) - time.time())); PostgresStore(sys.argv[1]).close()")
+    start = time.time() + 2
+    procs = [subprocess.Popen([sys.executable, "-c", script, url, str(start)], stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    for p in procs:
+        assert p.wait(timeout=60) == 0, p.stderr.read()
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        assert db.execute("SELECT count(*) FROM _migrations").fetchone()[0] == 1
+        indexes = [r[0] for r in db.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'public'")]
+        assert sum("USING hnsw" in i for i in indexes) == 2 and sum("USING gin" in i for i in indexes) == 1
+
+
+def test_a_bad_address_is_a_clear_error(tmp_path):
+    from ombre.errors import StoreError, UsageError
+
+    with pytest.raises(UsageError, match="not a PostgreSQL address"):
+        Settings.from_env({"HOME": str(tmp_path), "OMBRE_DB": "mysql://x"})
+    s = Settings.from_env({"HOME": str(tmp_path), "OMBRE_DB": "postgresql://nobody:pw@127.0.0.1:9/none"})
+    with pytest.raises(StoreError, match="cannot open the PostgreSQL memory store") as caught:
+        open_store(s)
+    assert "pw" not in s.database_label and "OMBRE_DB" in caught.value.hint
