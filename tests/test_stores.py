@@ -174,3 +174,53 @@ def test_a_bad_address_is_a_clear_error(tmp_path):
     with pytest.raises(StoreError, match="cannot open the PostgreSQL memory store") as caught:
         open_store(s)
     assert "pw" not in s.database_label and "OMBRE_DB" in caught.value.hint
+
+
+def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, postgres):
+    """Memories with both encoders' vectors, traces, archived ones, the gate log and cursors move in one
+    transaction; counts and checksums match; the source file is byte-identical; recall answers alike."""
+    import hashlib
+    import json as js
+    import os
+
+    from ombre.memory.breath import BreathRequest, breath
+    from ombre.memory.sqlite_store import SQLiteStore
+    from ombre.memory.postgres_store import PostgresStore
+
+    rng = np.random.default_rng(7)
+    source = SQLiteStore(tmp_path / "ombre" / "ombre.db")
+    rows = []
+    for i in range(2_000):
+        text = f"{CORPUS[i % len(CORPUS)]}，第{i}次提到"
+        m = memory(f"m{i:05d}", text, archived=i % 97 == 0, importance=1 + i % 10)
+        m.trace = [{"at": "2026-12-01T00:00:00+00:00", "action": "edited", "other": "", "by": "person", "reason": str(i)}]
+        vectors = {k: (v / np.linalg.norm(v)).astype(np.float32) for k, v in
+                   (("e5", rng.normal(size=384)), ("use", rng.normal(size=512)))} if i % 5 else None
+        rows.append((m, document(text), vectors))
+    source.add_many(rows)
+    source.log_gate(GateEntry("2026-12-04T00:00:00+00:00", "2026-12-04", "auto", "store", ["一"], "内容", "m00001"))
+    source.set_meta("distill_cursor:abc", "123")
+    source.close()
+    before = hashlib.sha256((tmp_path / "ombre" / "ombre.db").read_bytes()).hexdigest()
+    url = fresh_database(postgres)
+    env = {**os.environ, "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre")}
+    out = subprocess.run([sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url, "--json"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = js.loads(out.stdout)
+    assert report["memories"] == 2_000 and report["gate_log"] == 1 and report["vectors"] == {"e5": 1_600, "use": 1_600}
+    assert hashlib.sha256((tmp_path / "ombre" / "ombre.db").read_bytes()).hexdigest() == before
+    target = PostgresStore(url)
+    source = SQLiteStore(tmp_path / "ombre" / "ombre.db")
+    try:
+        assert target.meta("distill_cursor:abc") == "123" and target.get("m00003").trace[0]["reason"] == "3"
+        for q in ("桂花乌龙", "年糕", "花生过敏", "爬山"):
+            a = breath(source, BreathRequest(query=q, max_results=5), encoders={}, touch=False)
+            b = breath(target, BreathRequest(query=q, max_results=5), encoders={}, touch=False)
+            assert [c.id for c in a.cards] == [c.id for c in b.cards], q
+    finally:
+        target.close()
+        source.close()
+    again = subprocess.run([sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode != 0 and "already holds memories" in again.stderr

@@ -778,6 +778,25 @@ def memories_forget(settings: Settings, memory_id: str, yes: bool, as_json: bool
     _emit(as_json, {"forgotten": m.id, "content": m.content}, lambda: f"forgot {m.id}: {m.content[:60]}")
 
 
+@memories.command("migrate")
+@click.option("--to", "target", required=True, help="The PostgreSQL store: postgresql://user:password@host/dbname.")
+@json_option
+@click.pass_obj
+@handles_errors
+def memories_migrate(settings: Settings, target: str, as_json: bool) -> None:
+    """Copy this SQLite store into an empty PostgreSQL one (one transaction, verified; the source untouched)."""
+    from .memory.migrate import migrate
+    from .settings import database_url
+
+    url = database_url(target)
+    if url is None:
+        raise UsageError("--to is empty", hint="give postgresql://user:password@host/dbname")
+    report = migrate(settings.memory_db, url)
+    _emit(as_json, report, lambda: f"copied {report.memories} memories ({report.vectors} vectors), "
+          f"{report.gate_log} gate-log lines and {report.meta} meta rows to {report.target}; counts and checksums "
+          f"match ({report.checksum[:12]}). Set OMBRE_DB to use it.")
+
+
 @memories.command("export")
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_obj

@@ -33,7 +33,14 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() not in {"0", "false", "no", "off"}
 
 
-def _database(url: str | None) -> str | None:
+def redact(url: str) -> str:
+    """A database address without its password, for output that gets pasted into issues."""
+    import re
+
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
+
+def database_url(url: str | None) -> str | None:
     if not url or not url.strip():
         return None
     if not url.startswith(("postgresql://", "postgres://")):
@@ -212,7 +219,7 @@ class Settings:
             llm_daily_calls=_int(env, "OMBRE_LLM_DAILY_CALLS", 200),
             llm_daily_tokens=_int(env, "OMBRE_LLM_DAILY_TOKENS", 300_000),
             claude_bin=env.get("OMBRE_CLAUDE_BIN") or "claude",
-            db=_database(env.get("OMBRE_DB")),
+            db=database_url(env.get("OMBRE_DB")),
             tz=_zone(env.get("OMBRE_TZ") or SHANGHAI),
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),
@@ -262,11 +269,7 @@ class Settings:
     @property
     def database_label(self) -> str:
         """Where memories live, as shown to a person: the file, or the server address without its password."""
-        if not self.db:
-            return str(self.memory_db)
-        import re
-
-        return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", self.db)
+        return redact(self.db) if self.db else str(self.memory_db)
 
     def as_dict(self) -> dict:
         out = {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else

@@ -82,6 +82,16 @@ _BUMP = ("INSERT INTO meta (key, value) VALUES ('vectors_version', '1') ON CONFL
          "DO UPDATE SET value = (meta.value::bigint + 1)::text", ())
 
 
+_GATE = ("INSERT INTO gate_log (at, day, source, decision, reasons, memory_id, content) "
+         "VALUES (%s, %s, %s, %s, %s, %s, %s)")
+_META = "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value=excluded.value"
+
+
+def _gate_row(entry: GateEntry) -> tuple:
+    return (entry.at, entry.day, entry.source, entry.decision, json.dumps(entry.reasons, ensure_ascii=False),
+            entry.memory_id, entry.content[:500])
+
+
 def _array(value) -> np.ndarray:
     """A pgvector value as float32 (pgvector returns its own Vector type, or numpy once registered)."""
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
@@ -156,19 +166,34 @@ class PostgresStore:
         self.add_many([(memory, terms, None)])
 
     def add_many(self, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
-        counts: Counter[str] = Counter()
         with self._transaction() as db:
-            for memory, terms, vectors in rows:
-                db.execute(_INSERT, (memory.id, *row_values(memory), *terms, _length(terms), terms[0], terms[1]))
-                for key, (vec, model) in VECTOR_COLUMNS.items():
-                    vector = (vectors or {}).get(key)
-                    if vector is not None:
-                        db.execute(f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s",
-                                   (np.asarray(vector, dtype=np.float32), SPECS[key].model, memory.id))
-                counts.update(distinct_terms(terms))
-            for sql, params in _count_steps(counts):
-                db.execute(sql, params)
-            db.execute(*_BUMP)
+            self._insert(db, rows)
+
+    def load(self, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]],
+             gate: list[GateEntry], meta: dict[str, str]) -> None:
+        """A whole store at once (`ombre memories migrate`): memories, the gate log in order, meta rows; one
+        transaction, so a failure leaves the target as it was."""
+        with self._transaction() as db:
+            self._insert(db, rows)
+            for entry in gate:
+                db.execute(_GATE, _gate_row(entry))
+            for key, value in meta.items():
+                db.execute(_META, (key, value))
+
+    @staticmethod
+    def _insert(db, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
+        counts: Counter[str] = Counter()
+        for memory, terms, vectors in rows:
+            db.execute(_INSERT, (memory.id, *row_values(memory), *terms, _length(terms), terms[0], terms[1]))
+            for key, (vec, model) in VECTOR_COLUMNS.items():
+                vector = (vectors or {}).get(key)
+                if vector is not None:
+                    db.execute(f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s",
+                               (np.asarray(vector, dtype=np.float32), SPECS[key].model, memory.id))
+            counts.update(distinct_terms(terms))
+        for sql, params in _count_steps(counts):
+            db.execute(sql, params)
+        db.execute(*_BUMP)
 
     def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
         with self._transaction() as db:
@@ -207,14 +232,10 @@ class PostgresStore:
                           (at, i)) for i in sorted(ids)])
 
     def log_gate(self, entry: GateEntry) -> None:
-        self._write([("INSERT INTO gate_log (at, day, source, decision, reasons, memory_id, content) "
-                      "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                      (entry.at, entry.day, entry.source, entry.decision,
-                       json.dumps(entry.reasons, ensure_ascii=False), entry.memory_id, entry.content[:500]))])
+        self._write([(_GATE, _gate_row(entry))])
 
     def set_meta(self, key: str, value: str) -> None:
-        self._write([("INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET "
-                      "value=excluded.value", (key, value))])
+        self._write([(_META, (key, value))])
 
     # -- reads ----------------------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
