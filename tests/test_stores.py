@@ -224,3 +224,75 @@ def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, p
     again = subprocess.run([sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url], env=env,
                            capture_output=True, text=True, timeout=300)
     assert again.returncode != 0 and "already holds memories" in again.stderr
+
+
+def test_two_services_and_two_cli_loops_on_one_database_keep_every_write_and_the_caps(tmp_path, postgres):
+    """Issue #19 item 4: 2 `ombre serve` processes and 2 CLI loops hold at once into one PostgreSQL store;
+    every memory lands, the pinned cap holds, and activation counts lose no increment."""
+    import os
+    import threading
+
+    import httpx
+
+    from ombre.memory.postgres_store import PostgresStore
+    from tests.servers import OMBRE, Server
+
+    url = fresh_database(postgres)
+    extra = {"OMBRE_DB": url, "OMBRE_VECTORS": "0", "OMBRE_MAX_PINNED": "5"}
+    servers = [Server(tmp_path / f"serve{i}", env=extra) for i in range(2)]
+    errors: list[str] = []
+
+    def content(tag: str, j: int) -> tuple[str, str]:
+        return f"{tag}号写手记下：她第{j}次说最喜欢编号{tag}{j}的颜色", f"我最喜欢编号{tag}{j}的颜色"
+
+    def over_http(server: Server, tag: str) -> None:
+        for j in range(8):
+            text, quote = content(tag, j)
+            r = httpx.post(server.url + "/v1/hold", json={"content": text, "quote": quote, "pinned": True}, timeout=60)
+            if r.status_code != 200 or not r.json().get("stored"):
+                errors.append(f"{tag}{j}: {r.text[:200]}")
+
+    def over_cli(tag: str) -> None:
+        env = {**os.environ, "HOME": str(tmp_path / f"cli{tag}"), "OMBRE_HOME": str(tmp_path / f"cli{tag}" / "o"),
+               "OMBRE_URL": "http://127.0.0.1:9", **extra}
+        for j in range(8):
+            text, quote = content(tag, j)
+            out = subprocess.run(OMBRE + ["hold", text, "--quote", quote, "--pinned", "--json"], env=env,
+                                 capture_output=True, text=True, timeout=120)
+            if out.returncode != 0 or not json_loads(out.stdout).get("stored"):
+                errors.append(f"{tag}{j}: {out.stderr[-300:]}")
+
+    try:
+        writers = [threading.Thread(target=over_http, args=(servers[0], "A")),
+                   threading.Thread(target=over_http, args=(servers[1], "B")),
+                   threading.Thread(target=over_cli, args=("C",)), threading.Thread(target=over_cli, args=("D",))]
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join(timeout=600)
+        assert not any(w.is_alive() for w in writers), "a writer is stuck (deadlock?)"
+    finally:
+        for s in servers:
+            s.stop()
+    assert errors == []
+    store = PostgresStore(url)
+    try:
+        assert store.count(pinned=None) == 32 and store.count(pinned=True) == 5
+        mid = store.list(limit=1)[0].id
+        before = store.get(mid).activation_count
+        script = ("import sys; from ombre.memory.postgres_store import PostgresStore; s = PostgresStore(sys.argv[1]); "
+                  "[s.touch([sys.argv[2]], '2026-12-04T00:00:00+00:00') for _ in range(50)]; s.close()")
+        procs = [subprocess.Popen([sys.executable, "-c", script, url, mid]) for _ in range(2)]
+        assert all(p.wait(timeout=120) == 0 for p in procs)
+        assert store.get(mid).activation_count == before + 100
+    finally:
+        store.close()
+
+
+def json_loads(text: str) -> dict:
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {}

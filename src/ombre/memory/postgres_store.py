@@ -30,6 +30,7 @@ from .rows import FIELDS, VECTOR_COLUMNS, distinct_terms, row_to_memory, row_val
 from .store import GateEntry, VectorIndex
 
 LOCK_KEY = 0x6F6D627265  # "ombre": the advisory lock migrations take
+HOLD_KEY = LOCK_KEY + 1  # the one writes that check before they write take (exclusive)
 COLUMNS = "id, " + ", ".join(FIELDS) + "".join(f", {vec} IS NOT NULL" for vec, _ in VECTOR_COLUMNS.values())
 K1, B, GRAM_WEIGHT = 1.2, 0.75, 0.25
 
@@ -145,6 +146,17 @@ class PostgresStore:
                 self._db.execute("INSERT INTO _migrations VALUES (%s, now()::text)", (name,))
                 applied.append(name)
         return applied
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        # this process's threads share one connection and take its lock; other services wait on the advisory
+        # lock (a session lock: the hold inside runs several transactions)
+        with self._lock:
+            self._db.execute("SELECT pg_advisory_lock(%s)", (HOLD_KEY,))
+            try:
+                yield
+            finally:
+                self._db.execute("SELECT pg_advisory_unlock(%s)", (HOLD_KEY,))
 
     # -- writes ---------------------------------------------------------------------------------------
     @contextmanager

@@ -97,9 +97,11 @@ class MemoryService:
 
     def hold(self, req: HoldRequest, now: dt.datetime | None = None) -> HoldResult:
         s = self.settings
-        return hold(self.store, req, encoders=self.encoders, max_chars=s.max_content_chars,
-                    extra_types=s.extra_types, auto_daily=s.auto_hold_daily, max_pinned=s.max_pinned,
-                    max_10=s.max_importance_10, max_9=s.max_importance_9, now=now, arbitrate=self.arbitrate)
+        encoders = self.encoders  # loaded before the lock: a model load must not hold other writers up
+        with self.store.exclusive():
+            return hold(self.store, req, encoders=encoders, max_chars=s.max_content_chars,
+                        extra_types=s.extra_types, auto_daily=s.auto_hold_daily, max_pinned=s.max_pinned,
+                        max_10=s.max_importance_10, max_9=s.max_importance_9, now=now, arbitrate=self.arbitrate)
 
     def breath(self, req: BreathRequest, now: dt.datetime | None = None, touch: bool = True,
                deadline: float | None = None) -> BreathResult:
@@ -137,6 +139,13 @@ class MemoryService:
         """The person's own change to a memory (CLI, the dashboard): the same checks as a manual hold, the
         same scarcity caps (a pin or a higher importance past a cap demotes the longest-inactive holder),
         a trace entry, and a line in the gate log."""
+        with self.store.exclusive():
+            return self._edit(memory_id, content=content, title=title, kind=kind, importance=importance,
+                              pinned=pinned, archived=archived, force=force, now=now)
+
+    def _edit(self, memory_id: str, *, content: str | None, title: str | None, kind: str | None,
+              importance: int | None, pinned: bool | None, archived: bool | None, force: bool,
+              now: dt.datetime | None) -> "Edited":
         m = self.get(memory_id)
         now = now or now_utc()
         s = self.settings

@@ -69,6 +69,18 @@ class SQLiteStore:
         self._cache: dict[str, tuple[int, VectorIndex]] = {}
         self._generation = 0
 
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        # this process's threads take the store lock; other processes (a CLI beside `ombre serve`) a file lock
+        import fcntl
+
+        with self._lock, open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     # -- writes ---------------------------------------------------------------------------------------
     @contextmanager
     def _transaction(self, changes_vectors: bool = True) -> Iterator[sqlite3.Connection]:

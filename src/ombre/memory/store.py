@@ -3,6 +3,7 @@ backend can implement the same protocol without touching hold/breath)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 import numpy as np
@@ -53,6 +54,11 @@ class MemoryStore(Protocol):
     def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None: ...
 
     def delete(self, memory_id: str) -> None: ...
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """Held around a write that reads before it writes (a hold: the duplicate check, arbitration and the
+        scarcity caps), so two services or processes on one store cannot both pass a cap."""
+        ...
 
     def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
              limit: int | None = None) -> list[Memory]: ...
