@@ -17,6 +17,7 @@ from ombre.memory.hold import HoldRequest, enrich_pending
 from ombre.memory.model import SHANGHAI, Memory, iso
 from ombre.memory.segment import document
 from ombre.memory.service import MemoryService
+from ombre.memory import migrations
 from ombre.memory.sqlite_store import SQLiteStore
 from ombre.settings import Settings
 
@@ -330,7 +331,7 @@ def test_the_database_is_one_wal_sqlite_file_with_recorded_migrations(svc):
         "m001_memories", "m002_gate_log", "m003_meta", "m004_unembedded_index", "m005_fts_rank_and_vocab",
         "m006_event_date_index", "m007_arbitration",
         "m008_type_and_date_indexes", "m009_term_docs", "m010_second_encoder_and_month_days",
-        "m011_earlier_quotes"]
+        "m011_earlier_quotes", "m012_namespaces"]
     db.close()
 
 
@@ -415,4 +416,4 @@ def test_processes_opening_a_new_store_at_once_each_migrate_it_once(tmp_path):
         errors = [p.communicate(timeout=60)[1] for p in procs]
         assert [p.returncode for p in procs] == [0] * 6, errors
         names = [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM _migrations")]
-        assert len(names) == len(set(names)) and names[-1] == "m011_earlier_quotes"
+        assert len(names) == len(set(names)) and names[-1] == migrations.MIGRATIONS[-1].__name__

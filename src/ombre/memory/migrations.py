@@ -135,6 +135,29 @@ def m011_earlier_quotes(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE memories ADD COLUMN earlier_quotes TEXT NOT NULL DEFAULT '[]'")
 
 
+@migration
+def m012_namespaces(db: sqlite3.Connection) -> None:
+    """Every row belongs to a namespace (one person or companion); what is there already, to 'default'."""
+    db.execute("ALTER TABLE memories ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default'")
+    db.execute("CREATE INDEX memories_namespace ON memories(namespace, archived)")
+    db.execute("ALTER TABLE gate_log ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default'")
+    db.execute("DROP INDEX gate_log_day")
+    db.execute("CREATE INDEX gate_log_day ON gate_log(namespace, day, source, decision)")
+    db.execute("CREATE TABLE meta_ns (namespace TEXT NOT NULL DEFAULT 'default', key TEXT NOT NULL, "
+               "value TEXT NOT NULL, PRIMARY KEY (namespace, key))")
+    db.execute("INSERT INTO meta_ns (key, value) SELECT key, value FROM meta")
+    db.execute("DROP TABLE meta")
+    db.execute("ALTER TABLE meta_ns RENAME TO meta")
+    db.execute("CREATE TABLE term_docs_ns (namespace TEXT NOT NULL DEFAULT 'default', term TEXT NOT NULL, "
+               "docs INTEGER NOT NULL, PRIMARY KEY (namespace, term)) WITHOUT ROWID")
+    db.execute("INSERT INTO term_docs_ns (term, docs) SELECT term, docs FROM term_docs")
+    db.execute("DROP TABLE term_docs")
+    db.execute("ALTER TABLE term_docs_ns RENAME TO term_docs")
+    # bearer tokens of `ombre namespace add`, stored as their SHA-256 only
+    db.execute("CREATE TABLE namespaces (token_sha256 TEXT PRIMARY KEY, namespace TEXT NOT NULL, "
+               "created TEXT NOT NULL)")
+
+
 def apply(db: sqlite3.Connection) -> list[str]:
     """Apply the steps not yet recorded. Each step is one transaction taken with the write lock at once
     (BEGIN IMMEDIATE; the connection is in autocommit mode) and checks again under that lock whether another
