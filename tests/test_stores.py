@@ -296,3 +296,33 @@ def json_loads(text: str) -> dict:
         return json.loads(text)
     except ValueError:
         return {}
+
+
+def test_namespaces_never_see_each_other(settings):
+    """Issue #19 item 2 at the store: two people on one database; every read and write stays in its own."""
+    from dataclasses import replace
+
+    ana, ben = open_store(settings), open_store(replace(settings, namespace="ben"))
+    try:
+        ana.add(memory("a1", "她最喜欢桂花乌龙"), document("她最喜欢桂花乌龙"))
+        ben.add(memory("b1", "他最喜欢桂花乌龙拿铁"), document("他最喜欢桂花乌龙拿铁"))
+        ana.set_meta("cursor", "ana")
+        ben.set_meta("cursor", "ben")
+        ana.log_gate(GateEntry("2026-12-04T00:00:00+00:00", "2026-12-04", "auto", "store", [], "x", "a1"))
+        assert [m.id for m in ana.list()] == ["a1"] and [m.id for m in ben.list()] == ["b1"]
+        assert ana.get("b1") is None and ben.get("a1") is None and ana.get_many(["a1", "b1"]).keys() == {"a1"}
+        assert [i for i, _ in ana.keyword_search(query_terms("桂花乌龙"), 5)] == ["a1"]
+        assert [i for i, _ in ben.keyword_search(query_terms("桂花乌龙"), 5)] == ["b1"]
+        assert (ana.meta("cursor"), ben.meta("cursor")) == ("ana", "ben")
+        assert len(ana.gate_log(5)) == 1 and ben.gate_log(5) == []
+        intruder = ana.get("a1")
+        intruder.content = "被改掉了"
+        ben.update(intruder)  # another namespace's id: nothing happens
+        ben.delete("a1")
+        ben.touch(["a1"], "2099-01-01T00:00:00+00:00")
+        kept = ana.get("a1")
+        assert kept.content == "她最喜欢桂花乌龙" and kept.activation_count == 0
+        assert ana.count() == 1 and ben.count() == 1
+    finally:
+        ana.close()
+        ben.close()

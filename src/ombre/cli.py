@@ -780,10 +780,11 @@ def memories_forget(settings: Settings, memory_id: str, yes: bool, as_json: bool
 
 @memories.command("migrate")
 @click.option("--to", "target", required=True, help="The PostgreSQL store: postgresql://user:password@host/dbname.")
+@click.option("--namespace", default=None, help="Copy only this namespace [default: every one].")
 @json_option
 @click.pass_obj
 @handles_errors
-def memories_migrate(settings: Settings, target: str, as_json: bool) -> None:
+def memories_migrate(settings: Settings, target: str, namespace: str | None, as_json: bool) -> None:
     """Copy this SQLite store into an empty PostgreSQL one (one transaction, verified; the source untouched)."""
     from .memory.migrate import migrate
     from .settings import database_url
@@ -791,9 +792,10 @@ def memories_migrate(settings: Settings, target: str, as_json: bool) -> None:
     url = database_url(target)
     if url is None:
         raise UsageError("--to is empty", hint="give postgresql://user:password@host/dbname")
-    report = migrate(settings.memory_db, url)
+    report = migrate(settings.memory_db, url, namespace)
     _emit(as_json, report, lambda: f"copied {report.memories} memories ({report.vectors} vectors), "
-          f"{report.gate_log} gate-log lines and {report.meta} meta rows to {report.target}; counts and checksums "
+          f"{report.gate_log} gate-log lines and {report.meta} meta rows of {', '.join(report.namespaces) or 'no'} "
+          f"namespace(s) to {report.target}; counts and checksums "
           f"match ({report.checksum[:12]}). Set OMBRE_DB to use it.")
 
 

@@ -33,6 +33,17 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() not in {"0", "false", "no", "off"}
 
 
+def namespace_name(name: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+        from .errors import UsageError
+
+        raise UsageError(f"{name!r} is not a namespace name",
+                         hint="use letters, digits, '-', '_' or '.', at most 64, e.g. mum or companion-2")
+    return name
+
+
 def redact(url: str) -> str:
     """A database address without its password, for output that gets pasted into issues."""
     import re
@@ -150,6 +161,7 @@ class Settings:
     llm_daily_tokens: int = 300_000
     claude_bin: str = "claude"  # OMBRE_CLAUDE_BIN: the Claude Code CLI that OMBRE_LLM=claude-code asks
     db: str | None = None  # OMBRE_DB=postgresql://…: the PostgreSQL store; unset, the SQLite file in OMBRE_HOME
+    namespace: str = "default"  # OMBRE_NAMESPACE: whose memories (one person or companion) this process uses
     tz: str = SHANGHAI  # OMBRE_TZ: the zone times are shown in to the person (stored times stay UTC)
     async_distill: bool = True  # ASYNC_DISTILL=0 turns background distillation off
     distill_warmup: bool = False  # OMBRE_DISTILL_WARMUP=1: a new session's recent turns are read too
@@ -220,6 +232,7 @@ class Settings:
             llm_daily_tokens=_int(env, "OMBRE_LLM_DAILY_TOKENS", 300_000),
             claude_bin=env.get("OMBRE_CLAUDE_BIN") or "claude",
             db=database_url(env.get("OMBRE_DB")),
+            namespace=namespace_name(env.get("OMBRE_NAMESPACE") or "default"),
             tz=_zone(env.get("OMBRE_TZ") or SHANGHAI),
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),

@@ -31,6 +31,7 @@ class MigrateReport:
     gate_log: int
     meta: int
     checksum: str  # of the memories' rows, equal on both sides
+    namespaces: list[str]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -43,7 +44,7 @@ def _checksum(rows: list[tuple]) -> str:
     return digest.hexdigest()
 
 
-def _read_source(path: Path):
+def _read_source(path: Path, only: str | None):
     if not path.is_file():
         raise UsageError(f"no memory database at {path}", hint="check OMBRE_HOME")
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -54,59 +55,81 @@ def _read_source(path: Path):
             raise UsageError(f"{path} is an older store (missing {', '.join(missing)})",
                              hint="open it once with this ombre (e.g. `ombre memories list`), then migrate")
         vec_columns = [vec for vec, _ in VECTOR_COLUMNS.values()]
-        rows = db.execute(f"SELECT id, {', '.join(FIELDS)}, {', '.join(vec_columns)} FROM memories").fetchall()
+        keep = " WHERE namespace = ?" if only else ""
+        args = (only,) if only else ()
+        rows = db.execute(f"SELECT namespace, id, {', '.join(FIELDS)}, {', '.join(vec_columns)} FROM memories{keep}",
+                          args).fetchall()
         terms = dict((r[0], (r[1], r[2])) for r in db.execute("SELECT memory_id, words, grams FROM memories_fts"))
-        gate = db.execute("SELECT at, day, source, decision, reasons, content, memory_id FROM gate_log "
-                          "ORDER BY seq").fetchall()
-        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        gate = db.execute("SELECT namespace, at, day, source, decision, reasons, content, memory_id FROM gate_log"
+                          f"{keep} ORDER BY seq", args).fetchall()
+        meta = db.execute(f"SELECT namespace, key, value FROM meta{keep}", args).fetchall()
+        tokens = db.execute(f"SELECT token_sha256, namespace, created FROM namespaces{keep}", args).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {exc}", hint="check the file with `ombre doctor`") from exc
     finally:
         db.close()
-    return rows, terms, gate, meta
+    return rows, terms, gate, meta, tokens
 
 
-def migrate(source: Path, target_url: str) -> MigrateReport:
-    rows, terms, gate, meta = _read_source(source)
+def migrate(source: Path, target_url: str, only: str | None = None) -> MigrateReport:
+    """Copy every namespace of the SQLite store (or only `only`) into an empty PostgreSQL store."""
+    rows, terms, gate, meta, tokens = _read_source(source, only)
+    keys = list(VECTOR_COLUMNS)
+    batches: dict[str, tuple[list, list, dict]] = {}
+    for row in rows:
+        m = row_to_memory(row[1: 2 + len(FIELDS)])
+        blobs = row[2 + len(FIELDS):]
+        vectors = {k: np.frombuffer(b, dtype=np.float32) for k, b in zip(keys, blobs) if b is not None}
+        batches.setdefault(row[0], ([], [], {}))[0].append((m, terms.get(m.id, ("", "")), vectors or None))
+    for g in gate:
+        batches.setdefault(g[0], ([], [], {}))[1].append(GateEntry(g[1], g[2], g[3], g[4], json.loads(g[5]), g[6],
+                                                                   g[7]))
+    for namespace, key, value in meta:
+        if key != "vectors_version":
+            batches.setdefault(namespace, ([], [], {}))[2][key] = value
     target = PostgresStore(target_url)
     try:
-        if target.count(pinned=None) or target.list(archived=True, limit=1) or target.gate_log(1):
+        if target.occupied():
             raise UsageError("the PostgreSQL store already holds memories", hint="migrate into an empty database; "
                              "nothing was copied")
-        keys = list(VECTOR_COLUMNS)
-        copied = []
-        for row in rows:
-            m = row_to_memory(row[: 1 + len(FIELDS)])
-            blobs = row[1 + len(FIELDS):]
-            vectors = {k: np.frombuffer(b, dtype=np.float32) for k, b in zip(keys, blobs) if b is not None}
-            copied.append((m, terms.get(m.id, ("", "")), vectors or None))
-        target.load(copied, [GateEntry(g[0], g[1], g[2], g[3], json.loads(g[4]), g[5], g[6]) for g in gate],
-                    {k: v for k, v in meta.items() if k != "vectors_version"})
-        source_sum = _checksum([(m.id, *row_values(m)) for m, _, _ in copied])
-        landed = target.list(archived=None)
-        target_sum = _checksum([(m.id, *row_values(m)) for m in landed])
-        counts = {k: sum(1 for _, _, v in copied if v and k in v) for k in keys}
-        landed_vectors = {k: len(target.vectors(k)) + sum(1 for m in landed if m.archived and k in m.vectors)
-                          for k in keys}
-        problems = []
-        if len(landed) != len(copied):
-            problems.append(f"{len(landed)} memories landed of {len(copied)}")
-        if target_sum != source_sum:
-            problems.append("the memories' checksums differ")
-        if landed_vectors != counts:
-            problems.append(f"vectors {landed_vectors} landed of {counts}")
-        if len(target.gate_log(len(gate) + 1)) != len(gate):
-            problems.append("the gate log did not land whole")
-        for k in keys:
-            index = target.vectors(k)
-            for m, _, v in copied:
-                if v and k in v and m.id in index.positions and not np.array_equal(index.matrix[index.positions[m.id]],
-                                                                                   v[k]):
-                    problems.append(f"the {k} vector of {m.id} differs")
-                    break
+        target.load(batches, tokens)
+        problems, vectors_total = [], {k: 0 for k in keys}
+        for namespace, (copied, gate_rows, _) in sorted(batches.items()):
+            problems += _verify(target.url, namespace, copied, gate_rows, keys, vectors_total)
         if problems:
             raise StoreError("the copy does not match the source: " + "; ".join(problems),
                              hint="the source is untouched; empty the target database and try again")
-        return MigrateReport(str(source), redact(target.url), len(copied), counts, len(gate), len(meta), source_sum)
+        checksum = _checksum([(ns, m.id, *row_values(m)) for ns, b in batches.items() for m, _, _ in b[0]])
+        return MigrateReport(str(source), redact(target.url), sum(len(b[0]) for b in batches.values()),
+                             vectors_total, len(gate), len(meta), checksum, sorted(batches))
     finally:
         target.close()
+
+
+def _verify(url: str, namespace: str, copied: list, gate: list, keys: list[str], totals: dict[str, int]) -> list[str]:
+    """What differs between one namespace's source rows and what landed."""
+    store = PostgresStore(url, namespace)
+    try:
+        problems = []
+        landed = store.list(archived=None)
+        if len(landed) != len(copied):
+            problems.append(f"{namespace}: {len(landed)} memories landed of {len(copied)}")
+        if _checksum([(m.id, *row_values(m)) for m in landed]) != _checksum([(m.id, *row_values(m))
+                                                                              for m, _, _ in copied]):
+            problems.append(f"{namespace}: the memories' checksums differ")
+        if len(store.gate_log(len(gate) + 1)) != len(gate):
+            problems.append(f"{namespace}: the gate log did not land whole")
+        for k in keys:
+            index = store.vectors(k)
+            expected = {m.id: v[k] for m, _, v in copied if v and k in v}
+            totals[k] += len(expected)
+            archived = sum(1 for m in landed if m.archived and k in m.vectors)
+            if len(index) + archived != len(expected):
+                problems.append(f"{namespace}: {len(index) + archived} {k} vectors landed of {len(expected)}")
+            for mid, i in index.positions.items():
+                if not np.array_equal(index.matrix[i], expected.get(mid)):
+                    problems.append(f"{namespace}: the {k} vector of {mid} differs")
+                    break
+        return problems
+    finally:
+        store.close()

@@ -30,7 +30,7 @@ from .rows import FIELDS, VECTOR_COLUMNS, distinct_terms, row_to_memory, row_val
 from .store import GateEntry, VectorIndex
 
 LOCK_KEY = 0x6F6D627265  # "ombre": the advisory lock migrations take
-HOLD_KEY = LOCK_KEY + 1  # the one writes that check before they write take (exclusive)
+HOLD_CLASS = 0x6F6D62  # with the namespace's hash: the lock writes that check before they write take (exclusive)
 COLUMNS = "id, " + ", ".join(FIELDS) + "".join(f", {vec} IS NOT NULL" for vec, _ in VECTOR_COLUMNS.values())
 K1, B, GRAM_WEIGHT = 1.2, 0.75, 0.25
 
@@ -43,6 +43,7 @@ def _schema() -> list[tuple[str, list[str]]]:
             f"""CREATE TABLE memories (
                 seq BIGSERIAL UNIQUE,
                 id TEXT PRIMARY KEY,
+                namespace TEXT NOT NULL DEFAULT 'default',
                 content TEXT NOT NULL, title TEXT NOT NULL DEFAULT '', type TEXT NOT NULL,
                 tags TEXT NOT NULL DEFAULT '[]',
                 importance INTEGER NOT NULL CHECK (importance BETWEEN 1 AND 10),
@@ -55,20 +56,24 @@ def _schema() -> list[tuple[str, list[str]]]:
                 embedding vector({e5}), embed_model TEXT, embedding_use vector({use}), use_model TEXT,
                 words TEXT NOT NULL DEFAULT '', grams TEXT NOT NULL DEFAULT '', length INTEGER NOT NULL DEFAULT 0,
                 terms tsvector)""",
-            "CREATE INDEX memories_active ON memories(archived, pinned, importance)",
+            "CREATE INDEX memories_active ON memories(namespace, archived, pinned, importance)",
             "CREATE INDEX memories_terms ON memories USING gin(terms)",
             "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_ip_ops)",
             "CREATE INDEX memories_embedding_use ON memories USING hnsw (embedding_use vector_ip_ops)",
             "CREATE INDEX memories_event_date ON memories(event_date)",
-            "CREATE INDEX memories_type_created ON memories(type, created)",
+            "CREATE INDEX memories_type_created ON memories(namespace, type, created)",
             "CREATE INDEX memories_event_md ON memories(substr(event_date, 6, 5))",
             "CREATE INDEX memories_created_md ON memories(substr(created, 6, 5))",
-            """CREATE TABLE gate_log (seq BIGSERIAL PRIMARY KEY, at TEXT NOT NULL, day TEXT NOT NULL,
+            """CREATE TABLE gate_log (seq BIGSERIAL PRIMARY KEY, namespace TEXT NOT NULL DEFAULT 'default',
+                at TEXT NOT NULL, day TEXT NOT NULL,
                 source TEXT NOT NULL, decision TEXT NOT NULL, reasons TEXT NOT NULL, memory_id TEXT,
                 content TEXT NOT NULL)""",
-            "CREATE INDEX gate_log_day ON gate_log(day, source, decision)",
-            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-            "CREATE TABLE term_docs (term TEXT PRIMARY KEY, docs INTEGER NOT NULL)",
+            "CREATE INDEX gate_log_day ON gate_log(namespace, day, source, decision)",
+            "CREATE TABLE meta (namespace TEXT NOT NULL DEFAULT 'default', key TEXT NOT NULL, value TEXT NOT NULL, "
+            "PRIMARY KEY (namespace, key))",
+            "CREATE TABLE term_docs (namespace TEXT NOT NULL DEFAULT 'default', term TEXT NOT NULL, "
+            "docs INTEGER NOT NULL, PRIMARY KEY (namespace, term))",
+            "CREATE TABLE namespaces (token_sha256 TEXT PRIMARY KEY, namespace TEXT NOT NULL, created TEXT NOT NULL)",
         ]),
     ]
 
@@ -76,20 +81,21 @@ def _schema() -> list[tuple[str, list[str]]]:
 _LEXEMES = "array_to_tsvector(regexp_split_to_array(nullif(btrim(%s), ''), '\\s+'))"
 _TERMS = (f"coalesce(setweight({_LEXEMES}, 'A'), ''::tsvector) || "
           f"coalesce(setweight({_LEXEMES}, 'D'), ''::tsvector)")
-_INSERT = (f"INSERT INTO memories (id, {', '.join(FIELDS)}, words, grams, length, terms) "
-           f"VALUES ({', '.join(['%s'] * (len(FIELDS) + 4))}, {_TERMS})")
+_INSERT = (f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, words, grams, length, terms) "
+           f"VALUES ({', '.join(['%s'] * (len(FIELDS) + 5))}, {_TERMS})")
 # readers cache the vector matrix while this stays the same; every write that can change it moves it
-_BUMP = ("INSERT INTO meta (key, value) VALUES ('vectors_version', '1') ON CONFLICT (key) "
-         "DO UPDATE SET value = (meta.value::bigint + 1)::text", ())
+_BUMP = ("INSERT INTO meta (namespace, key, value) VALUES (%s, 'vectors_version', '1') ON CONFLICT (namespace, key) "
+         "DO UPDATE SET value = (meta.value::bigint + 1)::text")
 
 
-_GATE = ("INSERT INTO gate_log (at, day, source, decision, reasons, memory_id, content) "
-         "VALUES (%s, %s, %s, %s, %s, %s, %s)")
-_META = "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value=excluded.value"
+_GATE = ("INSERT INTO gate_log (namespace, at, day, source, decision, reasons, memory_id, content) "
+         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")
+_META = ("INSERT INTO meta (namespace, key, value) VALUES (%s, %s, %s) ON CONFLICT (namespace, key) "
+         "DO UPDATE SET value=excluded.value")
 
 
-def _gate_row(entry: GateEntry) -> tuple:
-    return (entry.at, entry.day, entry.source, entry.decision, json.dumps(entry.reasons, ensure_ascii=False),
+def _gate_row(namespace: str, entry: GateEntry) -> tuple:
+    return (namespace, entry.at, entry.day, entry.source, entry.decision, json.dumps(entry.reasons, ensure_ascii=False),
             entry.memory_id, entry.content[:500])
 
 
@@ -100,18 +106,19 @@ def _array(value) -> np.ndarray:
 
 def _length(terms: tuple[str, str]) -> int:
     return len(terms[0].split()) + len(terms[1].split())
-_UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s"
-_COUNT_TERM = ("INSERT INTO term_docs (term, docs) VALUES (%s, %s) "
-               "ON CONFLICT (term) DO UPDATE SET docs = term_docs.docs + excluded.docs")
+_UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s AND namespace=%s"
+_COUNT_TERM = ("INSERT INTO term_docs (namespace, term, docs) VALUES (%s, %s, %s) "
+               "ON CONFLICT (namespace, term) DO UPDATE SET docs = term_docs.docs + excluded.docs")
 
 
-def _count_steps(counts: Counter[str]) -> list[tuple[str, tuple]]:
+def _count_steps(namespace: str, counts: Counter[str]) -> list[tuple[str, tuple]]:
     # in a fixed order, so two transactions counting the same terms take their row locks alike (no deadlock)
-    return [(_COUNT_TERM, (term, n)) for term, n in sorted(counts.items()) if n]
+    return [(_COUNT_TERM, (namespace, term, n)) for term, n in sorted(counts.items()) if n]
 
 
 class PostgresStore:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, namespace: str = "default") -> None:
+        self.namespace = namespace  # every row this store reads or writes belongs to it
         try:
             import psycopg
             from pgvector.psycopg import register_vector
@@ -152,11 +159,11 @@ class PostgresStore:
         # this process's threads share one connection and take its lock; other services wait on the advisory
         # lock (a session lock: the hold inside runs several transactions)
         with self._lock:
-            self._db.execute("SELECT pg_advisory_lock(%s)", (HOLD_KEY,))
+            self._db.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
             try:
                 yield
             finally:
-                self._db.execute("SELECT pg_advisory_unlock(%s)", (HOLD_KEY,))
+                self._db.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
 
     # -- writes ---------------------------------------------------------------------------------------
     @contextmanager
@@ -179,75 +186,87 @@ class PostgresStore:
 
     def add_many(self, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
         with self._transaction() as db:
-            self._insert(db, rows)
+            self._insert(db, self.namespace, rows)
 
-    def load(self, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]],
-             gate: list[GateEntry], meta: dict[str, str]) -> None:
-        """A whole store at once (`ombre memories migrate`): memories, the gate log in order, meta rows; one
-        transaction, so a failure leaves the target as it was."""
+    def load(self, batches: dict[str, tuple[list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]],
+                                          list[GateEntry], dict[str, str]]],
+             tokens: list[tuple[str, str, str]] = ()) -> None:
+        """Whole stores at once (`ombre memories migrate`), by namespace: memories, the gate log in order, meta
+        rows; one transaction, so a failure leaves the target as it was."""
         with self._transaction() as db:
-            self._insert(db, rows)
-            for entry in gate:
-                db.execute(_GATE, _gate_row(entry))
-            for key, value in meta.items():
-                db.execute(_META, (key, value))
+            for token in tokens:
+                db.execute("INSERT INTO namespaces (token_sha256, namespace, created) VALUES (%s, %s, %s)", token)
+            for namespace, (ns_rows, ns_gate, ns_meta) in batches.items():
+                self._insert(db, namespace, ns_rows)
+                for entry in ns_gate:
+                    db.execute(_GATE, _gate_row(namespace, entry))
+                for key, value in ns_meta.items():
+                    db.execute(_META, (namespace, key, value))
 
     @staticmethod
-    def _insert(db, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
+    def _insert(db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
         counts: Counter[str] = Counter()
         for memory, terms, vectors in rows:
-            db.execute(_INSERT, (memory.id, *row_values(memory), *terms, _length(terms), terms[0], terms[1]))
+            db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *terms, _length(terms), terms[0], terms[1]))
             for key, (vec, model) in VECTOR_COLUMNS.items():
                 vector = (vectors or {}).get(key)
                 if vector is not None:
                     db.execute(f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s",
                                (np.asarray(vector, dtype=np.float32), SPECS[key].model, memory.id))
             counts.update(distinct_terms(terms))
-        for sql, params in _count_steps(counts):
+        for sql, params in _count_steps(namespace, counts):
             db.execute(sql, params)
-        db.execute(*_BUMP)
+        db.execute(_BUMP, (namespace,))
 
     def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
         with self._transaction() as db:
-            db.execute(*_BUMP)  # an archive or restore changes which vectors are live
+            db.execute(_BUMP, (self.namespace,))  # an archive or restore changes which vectors are live
+            old = db.execute("SELECT words, grams FROM memories WHERE id=%s AND namespace=%s FOR UPDATE",
+                             (memory.id, self.namespace)).fetchone()
+            if old is None:
+                return  # another namespace's memory: not this store's to change
+            db.execute(_UPDATE, (*row_values(memory), memory.id, self.namespace))
             if terms is None:
-                db.execute(_UPDATE, (*row_values(memory), memory.id))
                 return
-            old = db.execute("SELECT words, grams FROM memories WHERE id=%s FOR UPDATE", (memory.id,)).fetchone()
-            db.execute(_UPDATE, (*row_values(memory), memory.id))
             db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE id=%s",
                        (*terms, _length(terms), *terms, memory.id))
             counts: Counter[str] = Counter(distinct_terms(terms))
             if old is not None:
                 counts.subtract(distinct_terms((old[0], old[1])))
-            for sql, params in _count_steps(counts):
+            for sql, params in _count_steps(self.namespace, counts):
                 db.execute(sql, params)
 
     def delete(self, memory_id: str) -> None:
         with self._transaction() as db:
-            db.execute(*_BUMP)
-            old = db.execute("DELETE FROM memories WHERE id=%s RETURNING words, grams", (memory_id,)).fetchone()
+            db.execute(_BUMP, (self.namespace,))
+            old = db.execute("DELETE FROM memories WHERE id=%s AND namespace=%s RETURNING words, grams",
+                             (memory_id, self.namespace)).fetchone()
             if old is not None:
                 counts: Counter[str] = Counter()
                 counts.subtract(distinct_terms((old[0], old[1])))
-                for sql, params in _count_steps(counts):
+                for sql, params in _count_steps(self.namespace, counts):
                     db.execute(sql, params)
 
     def set_vectors(self, encoder: str, rows: list[tuple[str, np.ndarray]]) -> None:
         vec, model = VECTOR_COLUMNS[encoder]
-        self._write([_BUMP] + [(f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s",
-                               (np.asarray(v, dtype=np.float32), SPECS[encoder].model, mid)) for mid, v in rows])
+        self._write([(_BUMP, (self.namespace,))] + [
+            (f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s AND namespace=%s",
+             (np.asarray(v, dtype=np.float32), SPECS[encoder].model, mid, self.namespace)) for mid, v in rows])
 
     def touch(self, ids: list[str], at: str) -> None:
         if ids:
-            self._write([("UPDATE memories SET activation_count = activation_count + 1, last_active=%s WHERE id=%s",
-                          (at, i)) for i in sorted(ids)])
+            self._write([("UPDATE memories SET activation_count = activation_count + 1, last_active=%s "
+                          "WHERE id=%s AND namespace=%s", (at, i, self.namespace)) for i in sorted(ids)])
 
     def log_gate(self, entry: GateEntry) -> None:
-        self._write([(_GATE, _gate_row(entry))])
+        self._write([(_GATE, _gate_row(self.namespace, entry))])
 
     def set_meta(self, key: str, value: str) -> None:
-        self._write([(_META, (key, value))])
+        self._write([(_META, (self.namespace, key, value))])
+
+    def occupied(self) -> bool:
+        """Whether the database holds anything of any namespace (a migration needs it empty)."""
+        return bool(self._query("SELECT 1 FROM memories LIMIT 1") or self._query("SELECT 1 FROM gate_log LIMIT 1"))
 
     # -- reads ----------------------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -258,13 +277,12 @@ class PostgresStore:
                 raise StoreError(f"memory database read failed: {exc}", hint="check OMBRE_DB") from exc
 
     def get(self, memory_id: str) -> Memory | None:
-        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id=%s", (memory_id,))
+        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id=%s AND namespace=%s", (memory_id, self.namespace))
         return row_to_memory(rows[0]) if rows else None
 
-    @staticmethod
-    def _where(archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
+    def _where(self, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
                min_importance: int | None = None, exclude_commitments: bool = False) -> tuple[str, tuple]:
-        where, params = [], []
+        where, params = ["namespace=%s"], [self.namespace]
         for column, value in (("archived", archived), ("pinned", pinned)):
             if value is not None:
                 where.append(f"{column}=%s")
@@ -278,7 +296,7 @@ class PostgresStore:
         if exclude_commitments:
             where.append(f"type NOT IN ({','.join(['%s'] * len(COMMITMENT_TYPES))})")
             params.extend(COMMITMENT_TYPES)
-        return (" WHERE " + " AND ".join(where) if where else ""), tuple(params)
+        return " WHERE " + " AND ".join(where), tuple(params)
 
     def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
              limit: int | None = None) -> list[Memory]:
@@ -302,17 +320,17 @@ class PostgresStore:
         if not month_days:
             return []
         created = "substr(created, 6, 5) = ANY(%s)" + (" AND created < %s" if created_before else "")
-        params = (month_days, month_days, *((created_before,) if created_before else ()))
+        params = (month_days, month_days, *((created_before,) if created_before else ()), self.namespace)
         return [row_to_memory(r) for r in self._query(
             f"SELECT {COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) = ANY(%s) OR ({created})) "
-            "AND archived=0 AND superseded_by IS NULL", params)]
+            "AND archived=0 AND superseded_by IS NULL AND namespace=%s", params)]
 
     def on_dates(self, dates: list[str]) -> list[Memory]:
         if not dates:
             return []
         return [row_to_memory(r) for r in self._query(
             f"SELECT {COLUMNS} FROM memories WHERE event_date = ANY(%s) AND archived=0 AND superseded_by IS NULL "
-            "ORDER BY event_date, importance DESC", (dates,))]
+            "AND namespace=%s ORDER BY event_date, importance DESC", (dates, self.namespace))]
 
     COMMON_SHARE = 0.05
     LARGE_STORE = 2_000
@@ -323,8 +341,9 @@ class PostgresStore:
         """BM25 over words (and bigrams at a quarter weight), as the SQLite store ranks with FTS5."""
         if not terms:
             return []
-        total = self._query("SELECT count(*) FROM memories")[0][0]
-        df = dict(self._query("SELECT term, docs FROM term_docs WHERE term = ANY(%s)", (terms,)))
+        total = self._query("SELECT count(*) FROM memories WHERE namespace=%s", (self.namespace,))[0][0]
+        df = dict(self._query("SELECT term, docs FROM term_docs WHERE namespace=%s AND term = ANY(%s)",
+                              (self.namespace, terms)))
         if total > self.LARGE_STORE:
             present = sorted((t for t in terms if df.get(t)), key=lambda t: df[t])
             rare = [t for t in present if df[t] <= self.COMMON_SHARE * total][: self.MAX_TERMS]
@@ -333,9 +352,9 @@ class PostgresStore:
         if not terms:
             return []
         query = " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
-        rows = self._query("SELECT id, words, grams FROM memories WHERE terms @@ %s::tsquery LIMIT %s",
-                           (query, self.CANDIDATES))
-        stats = self._query("SELECT avg(length) FROM memories")[0][0] or 1.0
+        rows = self._query("SELECT id, words, grams FROM memories WHERE terms @@ %s::tsquery AND namespace=%s "
+                           "LIMIT %s", (query, self.namespace, self.CANDIDATES))
+        stats = self._query("SELECT avg(length) FROM memories WHERE namespace=%s", (self.namespace,))[0][0] or 1.0
         wanted = set(terms)
         scored = []
         for mid, words, grams in rows:
@@ -356,16 +375,19 @@ class PostgresStore:
     def get_many(self, ids: list[str]) -> dict[str, Memory]:
         if not ids:
             return {}
-        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s)", (list(ids),))
+        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s) AND namespace=%s",
+                           (list(ids), self.namespace))
         return {r[0]: row_to_memory(r) for r in rows}
 
     def has_unembedded(self, encoder: str = "e5") -> bool:
         vec = VECTOR_COLUMNS[encoder][0]
-        return bool(self._query(f"SELECT 1 FROM memories WHERE {vec} IS NULL AND archived=0 LIMIT 1"))
+        return bool(self._query(f"SELECT 1 FROM memories WHERE {vec} IS NULL AND archived=0 AND namespace=%s LIMIT 1",
+                                (self.namespace,)))
 
     def unembedded_count(self, encoder: str) -> int:
         vec = VECTOR_COLUMNS[encoder][0]
-        return self._query(f"SELECT count(*) FROM memories WHERE {vec} IS NULL")[0][0]
+        return self._query(f"SELECT count(*) FROM memories WHERE {vec} IS NULL AND namespace=%s",
+                           (self.namespace,))[0][0]
 
     def vectors(self, encoder: str = "e5") -> VectorIndex:
         # Another service may have written: the cache holds while vectors_version is unchanged (every write
@@ -374,7 +396,8 @@ class PostgresStore:
         version = self.meta("vectors_version")
         cached = self._cache.get(encoder)
         if cached is None or cached[0] != version:
-            rows = self._query(f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL ORDER BY seq")
+            rows = self._query(f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL "
+                               "AND namespace=%s ORDER BY seq", (self.namespace,))
             dim = SPECS[encoder].dim
             matrix = (np.stack([_array(r[1]) for r in rows]) if rows
                       else np.zeros((0, dim), dtype=np.float32))
@@ -384,19 +407,20 @@ class PostgresStore:
     def without_vectors(self, encoder: str, limit: int) -> list[Memory]:
         vec = VECTOR_COLUMNS[encoder][0]
         return [row_to_memory(r) for r in self._query(
-            f"SELECT {COLUMNS} FROM memories WHERE {vec} IS NULL ORDER BY seq LIMIT %s", (limit,))]
+            f"SELECT {COLUMNS} FROM memories WHERE {vec} IS NULL AND namespace=%s ORDER BY seq LIMIT %s",
+            (self.namespace, limit))]
 
     def gate_count(self, day: str, source: str, decisions: tuple[str, ...]) -> int:
-        return self._query("SELECT count(*) FROM gate_log WHERE day=%s AND source=%s AND decision = ANY(%s)",
-                           (day, source, list(decisions)))[0][0]
+        return self._query("SELECT count(*) FROM gate_log WHERE namespace=%s AND day=%s AND source=%s "
+                           "AND decision = ANY(%s)", (self.namespace, day, source, list(decisions)))[0][0]
 
     def gate_log(self, limit: int) -> list[GateEntry]:
         rows = self._query("SELECT at, day, source, decision, reasons, content, memory_id FROM gate_log "
-                           "ORDER BY seq DESC LIMIT %s", (limit,))
+                           "WHERE namespace=%s ORDER BY seq DESC LIMIT %s", (self.namespace, limit))
         return [GateEntry(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
 
     def meta(self, key: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE key=%s", (key,))
+        rows = self._query("SELECT value FROM meta WHERE namespace=%s AND key=%s", (self.namespace, key))
         return rows[0][0] if rows else None
 
     def close(self) -> None:
