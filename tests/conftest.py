@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +68,30 @@ def install(src: Path, home: Path, project: str = "-work-companion", name: str |
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not FIXTURES.is_dir():
         raise pytest.UsageError(f"the shared fixtures are missing: {FIXTURES} (set OMBRE_SHARED)")
+
+
+# -- PostgreSQL for the store tests (issue #19): a real server from the pgserver package -------------------
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory):
+    """One PostgreSQL server for the session; each test gets a database of its own."""
+    try:
+        import pgserver
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("pgserver is missing: scripts/test installs it with the test extras")
+        pytest.skip("pgserver is not installed (run scripts/test once)")
+    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    yield server
+    server.cleanup()
+
+
+def fresh_database(server) -> str:
+    import psycopg
+
+    name = f"t{next(_databases)}_{int(time.time() * 1000) % 100000}"
+    with psycopg.connect(server.get_uri(), autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    return server.get_uri().replace("/postgres?", f"/{name}?")

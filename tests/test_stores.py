@@ -3,7 +3,6 @@ latter a real PostgreSQL 16 started by the `pgserver` package (no server to set 
 calls give the same answers; the memory service runs unchanged on either."""
 from __future__ import annotations
 
-import itertools
 import subprocess
 import sys
 import time
@@ -17,26 +16,8 @@ from ombre.memory.model import Memory, iso, now_utc
 from ombre.memory.segment import document, query_terms
 from ombre.memory.store import GateEntry, open_store
 from ombre.settings import Settings
+from tests.conftest import fresh_database
 
-_count = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory):
-    """One PostgreSQL server for the session; each test gets a database of its own."""
-    pgserver = pytest.importorskip("pgserver")
-    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
-    yield server
-    server.cleanup()
-
-
-def fresh_database(server) -> str:
-    import psycopg
-
-    name = f"t{next(_count)}_{int(time.time() * 1000) % 100000}"
-    with psycopg.connect(server.get_uri(), autocommit=True) as db:
-        db.execute(f"CREATE DATABASE {name}")
-    return server.get_uri().replace("/postgres?", f"/{name}?")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -344,8 +344,9 @@ def _via_serve(settings: Settings, route: str, body: dict) -> dict | None:
     from .client import health
 
     up = health(settings.memory_url, timeout=0.5)
-    if up is None or up.get("database") != settings.database_label:
-        return None  # nothing answers, or a service on another OMBRE_HOME
+    if up is None or up.get("database") != settings.database_label or up.get("namespace", "default") != \
+            settings.namespace:
+        return None  # nothing answers, or a service on another store or namespace
     request = urllib.request.Request(settings.memory_url + route, json.dumps(body, ensure_ascii=False).encode(),
                                      headers)
     try:
@@ -614,6 +615,44 @@ def restore_command(settings: Settings, file: Path, as_json: bool) -> None:
     report = {"restored": str(file), "database": str(settings.memory_db), "previous_kept_at": str(aside) if aside else None}
     _emit(as_json, report, lambda: f"restored {file} to {settings.memory_db}"
           + (f"; the previous database is kept at {aside}" if aside else ""))
+
+
+@main.group()
+def namespace() -> None:
+    """Namespaces: one person or companion each, on one store (a token per namespace for `ombre serve`)."""
+
+
+@namespace.command("add")
+@click.argument("name")
+@json_option
+@click.pass_obj
+@handles_errors
+def namespace_add(settings: Settings, name: str, as_json: bool) -> None:
+    """Make a bearer token for namespace NAME (printed once; the store keeps only its digest)."""
+    from .memory import namespaces
+
+    service = _service(settings)
+    try:
+        token = namespaces.add(service, name)
+    finally:
+        service.close()
+    _emit(as_json, {"namespace": name, "token": token},
+          lambda: f"{token}\nnamespace {name}: give this token to its clients as OMBRE_TOKEN (shown only now)")
+
+
+@namespace.command("list")
+@json_option
+@click.pass_obj
+@handles_errors
+def namespace_list(settings: Settings, as_json: bool) -> None:
+    """Every namespace on this store, with its memories and tokens."""
+    service = _service(settings)
+    try:
+        rows = service.store.namespaces()
+    finally:
+        service.close()
+    _emit(as_json, [{"namespace": n, "memories": m, "tokens": t} for n, m, t in rows],
+          lambda: "\n".join(f"{n:<20} {m:>6} memories  {t} token(s)" for n, m, t in rows) or "(none)")
 
 
 @main.group()

@@ -82,6 +82,10 @@ class MemoryService:
             else:
                 self.store.vectors(key)
 
+    def share_encoders(self, other: "MemoryService") -> None:
+        """Use the models another service already loaded (one `ombre serve`, many namespaces)."""
+        self._fixed, self._encoders = True, other.encoders
+
     def embed_pending(self, batch: int = 64) -> int:
         """Give every memory a vector from every encoder in use: memories written while a model was away,
         and a whole existing store when an encoder is added (`ombre serve` runs this in the background).
@@ -249,7 +253,8 @@ class MemoryService:
             ours = "unknown"
         newest = backup.backups(self.settings.backups_dir)[-1:]
         state = {"version": ours, "database": self.settings.database_label,
-                 "backend": "postgresql" if self.settings.db else "sqlite", "memories": total,
+                 "backend": "postgresql" if self.settings.db else "sqlite", "namespace": self.settings.namespace,
+                 "memories": total,
                  "encoders": list(self.encoders), "models": {k: "loaded" for k in self.encoders} | {
                      k: f"unavailable: {v}" for k, v in self.encoder_errors.items()},
                  "embedding": self.embedding, "last_backup": str(newest[0]) if newest else None}

@@ -180,6 +180,22 @@ class SQLiteStore:
                       "ON CONFLICT(namespace, key) DO UPDATE SET value=excluded.value", (self.namespace, key, value))],
                     changes_vectors=False)
 
+    def add_token(self, token_sha256: str, namespace: str, created: str) -> None:
+        """A namespace's bearer token (its digest): the token table is the one thing namespaces share."""
+        self._write([("INSERT INTO namespaces (token_sha256, namespace, created) VALUES (?, ?, ?)",
+                      (token_sha256, namespace, created))], changes_vectors=False)
+
+    def token_namespace(self, token_sha256: str) -> str | None:
+        rows = self._query("SELECT namespace FROM namespaces WHERE token_sha256=?", (token_sha256,))
+        return rows[0][0] if rows else None
+
+    def namespaces(self) -> list[tuple[str, int, int]]:
+        """Every namespace with its memory and token counts."""
+        rows = self._query("SELECT n, sum(m), sum(t) FROM (SELECT namespace AS n, count(*) AS m, 0 AS t FROM memories "
+                           "GROUP BY namespace UNION ALL SELECT namespace, 0, count(*) FROM namespaces GROUP BY "
+                           "namespace) AS x GROUP BY n ORDER BY n")
+        return [(r[0], int(r[1]), int(r[2])) for r in rows]
+
     # -- reads ----------------------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         with self._lock:

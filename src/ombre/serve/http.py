@@ -16,14 +16,21 @@ from ..errors import OmbreError, StoreError
 from ..inject.cards import InjectRequest, SessionStartRequest, session_block, turn_block
 from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest
+from ..memory.namespaces import Tenants
 from ..memory.service import MemoryService
 from ..wire import body_problem, size_problem
 from .mcp import build_mcp
 from .ui import pages as ui
 
 
-def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
-    mcp = build_mcp(service)
+def create_app(service: MemoryService, token: str | None = None, tenants: Tenants | None = None) -> FastAPI:
+    """`service` answers OMBRE_TOKEN (or, on loopback with no token, every request); `tenants` adds the
+    namespaces whose tokens `ombre namespace add` made, each request answered from its own."""
+    if tenants is None:
+        from ..write.commitment_arbitrate import open_service
+
+        tenants = Tenants(service, open_service)
+    mcp = build_mcp(service, tenants)
     mcp_app = mcp.streamable_http_app()
 
     @contextlib.asynccontextmanager
@@ -33,28 +40,41 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
 
     app = FastAPI(title="Ombre memory service", lifespan=lifespan)
 
-    # the dashboard's forms carry this; with no bearer token (loopback only) a per-process secret stands in
-    form_token = token or secrets.token_urlsafe(24)
+    # the dashboard's forms carry this secret, so another site's page cannot make a browser post here
+    form_token = secrets.token_urlsafe(24)
+    default = service.settings.namespace
 
     @app.middleware("http")
     async def bearer(request: Request, call_next):
         page = request.url.path == "/ui" or request.url.path.startswith("/ui/")
+        sent = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         from_query = False
-        if token and request.url.path != "/health":
-            sent = request.headers.get("authorization", "")
-            if page and not sent.startswith("Bearer "):
-                # a browser cannot send a header: the token comes once in the address, then as a cookie
-                from_query = request.cookies.get(ui.COOKIE) is None and "token" in request.query_params
-                sent = "Bearer " + (request.cookies.get(ui.COOKIE) or request.query_params.get("token", ""))
-            if not hmac.compare_digest(sent, f"Bearer {token}"):
-                if page:
-                    return ui.unauthorized(request)
-                return JSONResponse({"error": "unauthorized", "message": "missing or wrong bearer token",
-                                     "hint": "send Authorization: Bearer <OMBRE_TOKEN>"}, status_code=401)
+        if page and not sent:
+            # a browser cannot send a header: the token comes once in the address, then as a cookie
+            sent = request.cookies.get(ui.COOKIE) or request.query_params.get("token", "")
+            from_query = not request.cookies.get(ui.COOKIE) and bool(sent)
+        if token and hmac.compare_digest(sent, token):
+            namespace = default
+        elif sent and (named := tenants.namespace_of(sent)):
+            namespace = named
+        elif not token:
+            namespace = default  # loopback with no token (check_bind refuses any other bind without one)
+        else:
+            namespace = None
+        if namespace is None and request.url.path != "/health":
+            if page:
+                return ui.unauthorized(request)
+            return JSONResponse({"error": "unauthorized", "message": "missing or wrong bearer token",
+                                 "hint": "send Authorization: Bearer <OMBRE_TOKEN or a namespace's token>"},
+                                status_code=401)
+        request.state.namespace = namespace or default
         response = await call_next(request)
-        if from_query:
-            response.set_cookie(ui.COOKIE, token, httponly=True, samesite="strict")
+        if from_query and namespace is not None:
+            response.set_cookie(ui.COOKIE, sent, httponly=True, samesite="strict")
         return response
+
+    def svc(request: Request) -> MemoryService:
+        return tenants.get(request.state.namespace)
 
     @app.middleware("http")
     async def checked_body(request: Request, call_next):
@@ -83,26 +103,26 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
 
     # The library's own request dataclasses are the bodies: FastAPI validates them, nothing is restated.
     @app.post("/v1/hold")
-    def hold(body: HoldRequest) -> dict:
-        return service.hold(body).to_dict()
+    def hold(body: HoldRequest, request: Request) -> dict:
+        return svc(request).hold(body).to_dict()
 
     @app.post("/v1/breath")
-    def breath(body: BreathRequest) -> dict:
-        return service.breath(body).to_dict()
+    def breath(body: BreathRequest, request: Request) -> dict:
+        return svc(request).breath(body).to_dict()
 
     # The dynamic zone's block for the hooks (and a gateway pointed at this service). The client's budget
     # counts from here: a block it stopped waiting for is not recorded as shown.
     @app.post("/v1/inject")
-    def inject(body: InjectRequest) -> dict:
-        return turn_block(service, body, received=time.monotonic()).to_dict()
+    def inject(body: InjectRequest, request: Request) -> dict:
+        return turn_block(svc(request), body, received=time.monotonic()).to_dict()
 
     @app.post("/v1/inject/session-start")
-    def inject_session_start(body: SessionStartRequest) -> dict:
-        return session_block(service, body).to_dict()
+    def inject_session_start(body: SessionStartRequest, request: Request) -> dict:
+        return session_block(svc(request), body).to_dict()
 
     @app.get("/v1/memories/{memory_id}")
-    def memory(memory_id: str) -> JSONResponse:
-        m = service.store.get(memory_id)
+    def memory(memory_id: str, request: Request) -> JSONResponse:
+        m = svc(request).store.get(memory_id)
         if m is None:
             return JSONResponse({"error": "not_found", "message": f"no memory with id {memory_id!r}"},
                                 status_code=404)
@@ -113,7 +133,7 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
         state = service.health()
         return JSONResponse(state, status_code=200)
 
-    app.include_router(ui.router(service, form_token))
+    app.include_router(ui.router(tenants, form_token))
     app.mount("/", mcp_app)
     return app
 

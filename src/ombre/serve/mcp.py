@@ -4,7 +4,7 @@ Each tool is a few lines over MemoryService; its docstring is the description th
 """
 from __future__ import annotations
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from pydantic import BaseModel
 
 from ..errors import OmbreError
@@ -49,18 +49,25 @@ def _tags(tags: list[str] | str | None) -> list[str]:
     return list(tags or [])
 
 
-def build_mcp(service: MemoryService, **settings: object) -> FastMCP:
+def build_mcp(service: MemoryService, tenants=None, **settings: object) -> FastMCP:
+    """`tenants` (over HTTP): each call answered from the namespace its request's token belongs to."""
     server = FastMCP("ombre", instructions="Ombre 记忆：hold 记下对方亲口说的事（没有原话就是未确认），"
                                            "breath 在需要时回想。不要脑补。", **settings)
+
+    def pick(ctx: Context | None) -> MemoryService:
+        request = ctx.request_context.request if ctx is not None and tenants is not None else None
+        namespace = getattr(getattr(request, "state", None), "namespace", None)
+        return tenants.get(namespace) if namespace else service
 
     @server.tool()
     def hold(content: str, tags: list[str] | str | None = None, importance: int = 5, pinned: bool = False,
              valence: float = 0.5, arousal: float = 0.3, type: str = "事件", title: str = "", domain: str = "",
-             quote: str | None = None, from_session: str | None = None, event_date: str | None = None) -> HoldOut:
+             quote: str | None = None, from_session: str | None = None, event_date: str | None = None,
+             ctx: Context = None) -> HoldOut:
         """记下一件值得长期记住的事。quote 填对方的原话（≤2 句）；没有原话就留空，这条会记为「未确认」。
         承诺/约定用 type="承诺"；pinned 只给红线和核心承诺。"""
         try:
-            r = service.hold(HoldRequest(content=content, tags=_tags(tags), importance=importance, pinned=pinned,
+            r = pick(ctx).hold(HoldRequest(content=content, tags=_tags(tags), importance=importance, pinned=pinned,
                                          valence=valence, arousal=arousal, type=type, title=title, domain=domain,
                                          quote=quote, from_session=from_session, event_date=event_date))
         except OmbreError as exc:
@@ -71,12 +78,12 @@ def build_mcp(service: MemoryService, **settings: object) -> FastMCP:
     @server.tool()
     def breath(query: str = "", max_tokens: int = 1800, domain: str | None = None, valence: float | None = None,
                arousal: float | None = None, max_results: int = 5, is_session_start: bool = False,
-               context: list[str] | str | None = None) -> BreathOut:
+               context: list[str] | str | None = None, ctx: Context = None) -> BreathOut:
         """回想相关记忆。换窗后第一件事：breath(is_session_start=True) 取回会话交接和置顶核心。
         query 太短（"那周三呢？"）时，把对方最近几句话放进 context（从早到晚），用来判断在说什么。
         标「未确认」的卡片不能当事实说出口。"""
         try:
-            r = service.breath(BreathRequest(query=query, max_results=max_results, max_tokens=max_tokens,
+            r = pick(ctx).breath(BreathRequest(query=query, max_results=max_results, max_tokens=max_tokens,
                                              domain=domain, valence=valence, arousal=arousal,
                                              is_session_start=is_session_start, context=context))
         except OmbreError as exc:

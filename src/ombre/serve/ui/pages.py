@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from ...errors import OmbreError, UsageError
 from ...memory.breath import BreathRequest
+from ...memory.namespaces import Tenants
 from ...memory.service import MemoryService
 from ...settings import Settings
 from ...transcript.chain import parse_timestamp
@@ -49,8 +50,12 @@ def unauthorized(request: Request) -> HTMLResponse:
         t=t, path=request.url.path, message=t["no_token"], hint=t["no_token_hint"]), status_code=401)
 
 
-def router(service: MemoryService, form_token: str) -> APIRouter:
-    s: Settings = service.settings
+def router(tenants: Tenants, form_token: str) -> APIRouter:
+    # sessions, the keeper, the bill and the hook log are this machine's; memories are the request's namespace
+    s: Settings = tenants.default.settings
+
+    def memories_of(request: Request) -> MemoryService:
+        return tenants.get(getattr(request.state, "namespace", s.namespace))
     zone = ZoneInfo(s.tz)
     r = APIRouter(prefix="/ui")
 
@@ -81,6 +86,7 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
     # -- overview ---------------------------------------------------------------------------------------
     @r.get("", response_class=HTMLResponse)
     def overview(request: Request) -> HTMLResponse:
+        service = memories_of(request)
         from ...transcript.bill import compute
         from ...tunnel import new_window
         from ...tunnel.keeper import KeeperState
@@ -93,6 +99,7 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
     @r.get("/memories", response_class=HTMLResponse)
     def memories(request: Request, q: str = "", type: str = "", status: str = "", pinned: str = "",
                  archived: str = "") -> HTMLResponse:
+        service = memories_of(request)
         found = []
         if q.strip():
             result = service.breath(BreathRequest(query=q, max_results=20, max_tokens=20_000), touch=False)
@@ -112,6 +119,7 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
 
     @r.get("/memories/{memory_id}", response_class=HTMLResponse)
     def memory(request: Request, memory_id: str) -> HTMLResponse:
+        service = memories_of(request)
         try:
             report = service.history(memory_id)
         except OmbreError as exc:
@@ -124,6 +132,7 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
 
     @r.post("/memories/{memory_id}/{action}")
     async def memory_action(request: Request, memory_id: str, action: str):
+        service = memories_of(request)
         fields = await form(request)
         url = f"/ui/memories/{memory_id}"
         try:
@@ -147,6 +156,7 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
 
     @r.get("/memories/{memory_id}/forget", response_class=HTMLResponse)
     def forget_page(request: Request, memory_id: str) -> HTMLResponse:
+        service = memories_of(request)
         try:
             return page(request, "forget", m=service.get(memory_id))
         except OmbreError as exc:
@@ -222,6 +232,7 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
 
     @r.post("/sessions/{sid}/tunnel", response_class=HTMLResponse)
     async def run_tunnel(request: Request, sid: str) -> HTMLResponse:
+        service = memories_of(request)
         from ...tunnel.bridges import from_settings
         from ...tunnel.tunnel import TunnelOptions, run, service_holder
         from ...window.select import build_selector, parse_days
@@ -249,6 +260,7 @@ def router(service: MemoryService, form_token: str) -> APIRouter:
     # -- keeper and health --------------------------------------------------------------------------------
     @r.get("/keeper", response_class=HTMLResponse)
     def keeper(request: Request) -> HTMLResponse:
+        service = memories_of(request)
         from ... import doctor
         from ...tunnel import keeper as k
         from ...tunnel.bridges import from_settings

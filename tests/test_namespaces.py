@@ -1,0 +1,93 @@
+"""Namespaces over the wire (issue #19 item 2): one `ombre serve`, two people, a token each; no request ever
+reads or writes the other's memories, over HTTP, MCP or the dashboard. Run on SQLite and on PostgreSQL."""
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.servers import OMBRE, Server, ombre_env
+from tests.conftest import fresh_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def site(request, tmp_path):
+    extra = {"OMBRE_VECTORS": "0"}
+    if request.param == "postgresql":
+        extra["OMBRE_DB"] = fresh_database(request.getfixturevalue("postgres"))
+    env = {**ombre_env(tmp_path, **extra), "OMBRE_URL": "http://127.0.0.1:9"}
+
+    def token(name: str) -> str:
+        out = subprocess.run(OMBRE + ["namespace", "add", name, "--json"], env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["token"]
+
+    tokens = {"mum": token("mum"), "kid": token("kid")}
+    server = Server(tmp_path, token="admin-token", env=extra)
+    yield server, tokens, env
+    server.stop()
+
+
+def call(server, token: str, route: str, body: dict | None = None) -> httpx.Response:
+    headers = {"authorization": f"Bearer {token}"}
+    if body is None:
+        return httpx.get(server.url + route, headers=headers, timeout=30)
+    return httpx.post(server.url + route, json=body, headers=headers, timeout=30)
+
+
+def test_http_requests_stay_in_their_namespace(site):
+    server, tokens, env = site
+    mum = call(server, tokens["mum"], "/v1/hold", {"content": "妈妈最喜欢茉莉花茶", "quote": "我最喜欢茉莉花茶"}).json()
+    kid = call(server, tokens["kid"], "/v1/hold", {"content": "孩子最喜欢草莓牛奶", "quote": "我最喜欢草莓牛奶"}).json()
+    assert mum["stored"] and kid["stored"]
+    assert "茉莉" in call(server, tokens["mum"], "/v1/breath", {"query": "茉莉花茶"}).json()["text"]
+    assert call(server, tokens["kid"], "/v1/breath", {"query": "茉莉花茶"}).json()["cards"] == []
+    assert call(server, tokens["kid"], f"/v1/memories/{mum['id']}").status_code == 404
+    assert call(server, tokens["mum"], f"/v1/memories/{mum['id']}").status_code == 200
+    block = call(server, tokens["kid"], "/v1/inject", {"prompt": "茉莉花茶还有吗", "session_id": "s"}).json()
+    assert mum["id"] not in block["cards"]
+    admin = call(server, "admin-token", "/v1/breath", {"query": "茉莉花茶 草莓牛奶"}).json()
+    assert admin["cards"] == []  # OMBRE_TOKEN is the default namespace's, which holds neither
+    assert call(server, "not-a-token", "/v1/breath", {"query": "x"}).status_code == 401
+    listed = subprocess.run(OMBRE + ["namespace", "list", "--json"], env=env, capture_output=True, text=True)
+    counts = {r["namespace"]: r["memories"] for r in json.loads(listed.stdout)}
+    assert counts == {"mum": 1, "kid": 1}
+
+
+def test_mcp_calls_stay_in_their_namespace(site):
+    server, tokens, _ = site
+
+    async def session_for(token: str, work):
+        async with httpx.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30) as client:
+            async with streamable_http_client(server.url + "/mcp", http_client=client) as (read, write, _):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    return await work(session)
+
+    async def run() -> None:
+        held = await session_for(tokens["mum"], lambda s: s.call_tool(
+            "hold", {"content": "妈妈每周日去爬山", "quote": "我每周日都去爬山"}))
+        assert held.structuredContent["stored"]
+        mine = await session_for(tokens["mum"], lambda s: s.call_tool("breath", {"query": "爬山"}))
+        theirs = await session_for(tokens["kid"], lambda s: s.call_tool("breath", {"query": "爬山"}))
+        assert "爬山" in mine.structuredContent["text"] and theirs.structuredContent["cards"] == []
+
+    asyncio.run(run())
+    refused = httpx.post(server.url + "/mcp", json={}, headers={"authorization": "Bearer wrong"}, timeout=30)
+    assert refused.status_code == 401
+
+
+def test_the_dashboard_shows_only_the_tokens_namespace(site):
+    server, tokens, _ = site
+    call(server, tokens["mum"], "/v1/hold", {"content": "妈妈对芒果过敏", "quote": "我对芒果过敏"})
+    with httpx.Client(timeout=30) as browser:
+        assert "芒果" in browser.get(f"{server.url}/ui/memories?token={tokens['mum']}").text
+    with httpx.Client(timeout=30) as browser:
+        page = browser.get(f"{server.url}/ui/memories?token={tokens['kid']}")
+        assert page.status_code == 200 and "芒果" not in page.text
