@@ -9,7 +9,10 @@ Queries: MemDaily questions (long, no context); the dialogue set's chats (a frag
 person's earlier turns as `context`: e5 then reads the recent turns); short agent-style phrases. Each is a
 POST /v1/breath over one kept-alive connection, timed at the client.
 
-    python bench/breath_latency.py [--sizes 10000,100000] [--queries 200]
+    python bench/breath_latency.py [--sizes 10000,100000] [--queries 200] [--db sqlite|postgresql|both]
+
+With --db postgresql the same memories go into a PostgreSQL 16 + pgvector store (started by the pgserver
+package in a temporary folder) and `ombre serve` runs with OMBRE_DB pointing at it.
 """
 from __future__ import annotations
 
@@ -50,9 +53,8 @@ def corpus() -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(messages)), questions
 
 
-def build(path: Path, n: int, rng: random.Random) -> None:
-    """A memory database of `n` memories at `path`, both encoders' vectors filled (random)."""
-    store = SQLiteStore(path)
+def build(store, n: int, rng: random.Random) -> None:
+    """`n` memories into `store`, both encoders' vectors filled (random)."""
     now = dt.datetime(2026, 12, 3, tzinfo=dt.timezone.utc)
     messages, _ = corpus()
     nprng = np.random.default_rng(rng.randint(0, 2**31))
@@ -101,27 +103,48 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="sqlite")
     args = ap.parse_args()
+    backends = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
     rng = random.Random(7)
     _, questions = corpus()
     kinds = {"MemDaily questions": [{"query": q} for q in rng.sample(questions, args.queries)],
              "chats with context": dialogue_bodies(rng, args.queries),
              "short phrases": [{"query": QUERIES[i % len(QUERIES)]} for i in range(args.queries)]}
     print("breath through HTTP (POST /v1/breath on a real `ombre serve`), query embedding included; 2 cores")
-    print(f"{'memories':>9} {'queries':<20}{'n':>5}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}")
-    for n in (int(x) for x in args.sizes.split(",")):
-        with tempfile.TemporaryDirectory() as tmp:
-            home = Path(tmp)
-            build(home / "ombre" / "ombre.db", n, rng)
-            server = Server(home)
-            try:
-                with httpx.Client(timeout=30) as client:
-                    timed(client, server.url, [{"query": "预热"}] * 5)
-                    for label, bodies in kinds.items():
-                        t = timed(client, server.url, bodies)
-                        print(f"{n:>9} {label:<20}{len(t):>5}{statistics.median(t):>9.1f}{p95(t):>9.1f}{t[-1]:>9.1f}")
-            finally:
-                server.stop()
+    print(f"{'memories':>9} {'queries':<20}{'n':>5}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
+          + ("  backend" if args.db != "sqlite" else ""))
+    for backend in backends:
+        for n in (int(x) for x in args.sizes.split(",")):
+            with tempfile.TemporaryDirectory() as tmp:
+                home = Path(tmp)
+                env, pg = {}, None
+                if backend == "postgresql":
+                    import pgserver
+                    from ombre.memory.postgres_store import PostgresStore
+
+                    pg = pgserver.get_server(home / "pg", cleanup_mode="stop")
+                    env["OMBRE_DB"] = pg.get_uri()
+                    store = PostgresStore(pg.get_uri())
+                else:
+                    store = SQLiteStore(home / "ombre" / "ombre.db")
+                started = time.perf_counter()
+                build(store, n, random.Random(n))
+                store.close()
+                if backend == "postgresql":
+                    print(f"# {n} memories loaded into PostgreSQL in {time.perf_counter() - started:.0f} s", flush=True)
+                server = Server(home, env=env)
+                try:
+                    with httpx.Client(timeout=30) as client:
+                        timed(client, server.url, [{"query": "预热"}] * 5)
+                        for label, bodies in kinds.items():
+                            t = timed(client, server.url, bodies)
+                            print(f"{n:>9} {label:<20}{len(t):>5}{statistics.median(t):>9.1f}{p95(t):>9.1f}"
+                                  f"{t[-1]:>9.1f}" + (f"  {backend}" if args.db != "sqlite" else ""), flush=True)
+                finally:
+                    server.stop()
+                    if pg is not None:
+                        pg.cleanup()
 
 
 if __name__ == "__main__":
