@@ -29,7 +29,7 @@ _INSERT = (f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}) "
            f"VALUES ({', '.join('?' * (len(FIELDS) + 2))})")
 _INSERT_WITH_VECTORS = (f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, {', '.join(VECTOR_NAMES)}) "
                         f"VALUES ({', '.join('?' * (len(FIELDS) + 2 + len(VECTOR_NAMES)))})")
-_UPDATE = f"UPDATE memories SET {', '.join(f'{c}=?' for c in FIELDS)} WHERE id=? AND namespace=?"
+_UPDATE = f"UPDATE memories SET {', '.join(f'{c}=?' for c in FIELDS)} WHERE id=? AND +namespace=?"
 _INDEX = "INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)"
 _COUNT_TERM = ("INSERT INTO term_docs (namespace, term, docs) VALUES (?, ?, ?) "
                "ON CONFLICT(namespace, term) DO UPDATE SET docs = docs + excluded.docs")
@@ -146,7 +146,7 @@ class SQLiteStore:
     def delete(self, memory_id: str) -> None:
         """Remove a memory, its vectors and its keyword terms, in one transaction."""
         with self._transaction() as db:
-            if db.execute("DELETE FROM memories WHERE id=? AND namespace=?", (memory_id, self.namespace)).rowcount == 0:
+            if db.execute("DELETE FROM memories WHERE id=? AND +namespace=?", (memory_id, self.namespace)).rowcount == 0:
                 return
             counts: Counter[str] = Counter()
             for rowid, words, grams in db.execute("SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?",
@@ -159,14 +159,14 @@ class SQLiteStore:
     def set_vectors(self, encoder: str, rows: list[tuple[str, np.ndarray]]) -> None:
         """Store one encoder's vectors for some memories, in one transaction."""
         vec, model = VECTOR_COLUMNS[encoder]
-        self._write([(f"UPDATE memories SET {vec}=?, {model}=? WHERE id=? AND namespace=?",
+        self._write([(f"UPDATE memories SET {vec}=?, {model}=? WHERE id=? AND +namespace=?",
                       (np.asarray(v, dtype=np.float32).tobytes(), SPECS[encoder].model, mid, self.namespace))
                      for mid, v in rows])
 
     def touch(self, ids: list[str], at: str) -> None:
         if ids:
             self._write([("UPDATE memories SET activation_count = activation_count + 1, last_active=? "
-                          "WHERE id=? AND namespace=?", (at, i, self.namespace)) for i in ids], changes_vectors=False)
+                          "WHERE id=? AND +namespace=?", (at, i, self.namespace)) for i in ids], changes_vectors=False)
 
     def log_gate(self, entry: GateEntry) -> None:
         self._write([("INSERT INTO gate_log (namespace, at, day, source, decision, reasons, memory_id, content) "
@@ -205,7 +205,7 @@ class SQLiteStore:
                 raise StoreError(f"memory database read failed: {exc}", hint="check the database file") from exc
 
     def get(self, memory_id: str) -> Memory | None:
-        rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id=? AND namespace=?", (memory_id, self.namespace))
+        rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id=? AND +namespace=?", (memory_id, self.namespace))
         return row_to_memory(rows[0]) if rows else None
 
     def _where(self, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
@@ -288,7 +288,7 @@ class SQLiteStore:
             if not terms:
                 return []
         rows = self._query("SELECT f.memory_id, -f.rank FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
-                           "WHERE memories_fts MATCH ? AND m.namespace=? ORDER BY f.rank LIMIT ?",
+                           "WHERE memories_fts MATCH ? AND +m.namespace=? ORDER BY f.rank LIMIT ?",
                            (match_expression(terms), self.namespace, limit))
         return [(r[0], float(r[1])) for r in rows]
 
@@ -297,18 +297,18 @@ class SQLiteStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             rows = self._query(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(chunk))}) "
-                               "AND namespace=?", (*chunk, self.namespace))
+                               "AND +namespace=?", (*chunk, self.namespace))
             out.update((r[0], row_to_memory(r)) for r in rows)
         return out
 
     def has_unembedded(self, encoder: str = "e5") -> bool:
         vec = VECTOR_COLUMNS[encoder][0]
-        return bool(self._query(f"SELECT 1 FROM memories WHERE {vec} IS NULL AND archived=0 AND namespace=? LIMIT 1",
+        return bool(self._query(f"SELECT 1 FROM memories WHERE {vec} IS NULL AND archived=0 AND +namespace=? LIMIT 1",
                                 (self.namespace,)))
 
     def unembedded_count(self, encoder: str) -> int:
         vec = VECTOR_COLUMNS[encoder][0]
-        return self._query(f"SELECT count(*) FROM memories WHERE {vec} IS NULL AND namespace=?",
+        return self._query(f"SELECT count(*) FROM memories WHERE {vec} IS NULL AND +namespace=?",
                            (self.namespace,))[0][0]
 
     def vectors(self, encoder: str = "e5") -> VectorIndex:
@@ -319,7 +319,7 @@ class SQLiteStore:
         if cached is None or cached[0] != version:
             vec = VECTOR_COLUMNS[encoder][0]
             rows = self._query(f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL "
-                               "AND namespace=?", (self.namespace,))
+                               "AND +namespace=?", (self.namespace,))
             dim = SPECS[encoder].dim
             matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
                       if rows else np.zeros((0, dim), dtype=np.float32))
@@ -329,7 +329,7 @@ class SQLiteStore:
     def without_vectors(self, encoder: str, limit: int) -> list[Memory]:
         vec = VECTOR_COLUMNS[encoder][0]
         return [row_to_memory(r) for r in self._query(
-            f"SELECT {_COLUMNS} FROM memories WHERE {vec} IS NULL AND namespace=? ORDER BY rowid LIMIT ?",
+            f"SELECT {_COLUMNS} FROM memories WHERE {vec} IS NULL AND +namespace=? ORDER BY rowid LIMIT ?",
             (self.namespace, limit))]
 
     def gate_count(self, day: str, source: str, decisions: tuple[str, ...]) -> int:
@@ -339,7 +339,7 @@ class SQLiteStore:
 
     def gate_log(self, limit: int) -> list[GateEntry]:
         rows = self._query("SELECT at, day, source, decision, reasons, content, memory_id FROM gate_log "
-                           "WHERE namespace=? ORDER BY seq DESC LIMIT ?", (self.namespace, limit))
+                           "WHERE +namespace=? ORDER BY seq DESC LIMIT ?", (self.namespace, limit))
         return [GateEntry(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
 
     def meta(self, key: str) -> str | None:
