@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import StoreError
 from .embed import SPECS
 from .model import COMMITMENT_TYPES, Memory
-from .rows import FIELDS, VECTOR_COLUMNS, distinct_terms, row_to_memory, row_values
+from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, row_to_memory, row_values
 from .store import GateEntry, VectorIndex
 
 LOCK_KEY = 0x6F6D627265  # "ombre": the advisory lock migrations take
@@ -81,8 +81,8 @@ def _schema() -> list[tuple[str, list[str]]]:
 _LEXEMES = "array_to_tsvector(regexp_split_to_array(nullif(btrim(%s), ''), '\\s+'))"
 _TERMS = (f"coalesce(setweight({_LEXEMES}, 'A'), ''::tsvector) || "
           f"coalesce(setweight({_LEXEMES}, 'D'), ''::tsvector)")
-_INSERT = (f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, words, grams, length, terms) "
-           f"VALUES ({', '.join(['%s'] * (len(FIELDS) + 5))}, {_TERMS})")
+_INSERT = (f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, {', '.join(VECTOR_NAMES)}, words, grams, "
+           f"length, terms) VALUES ({', '.join(['%s'] * (len(FIELDS) + len(VECTOR_NAMES) + 5))}, {_TERMS})")
 # readers cache the vector matrix while this stays the same; every write that can change it moves it
 _BUMP = ("INSERT INTO meta (namespace, key, value) VALUES (%s, 'vectors_version', '1') ON CONFLICT (namespace, key) "
          "DO UPDATE SET value = (meta.value::bigint + 1)::text")
@@ -207,12 +207,12 @@ class PostgresStore:
     def _insert(db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
         counts: Counter[str] = Counter()
         for memory, terms, vectors in rows:
-            db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *terms, _length(terms), terms[0], terms[1]))
-            for key, (vec, model) in VECTOR_COLUMNS.items():
+            cells: list = []  # each row written once: an update would index its vectors in HNSW twice
+            for key in VECTOR_COLUMNS:
                 vector = (vectors or {}).get(key)
-                if vector is not None:
-                    db.execute(f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s",
-                               (np.asarray(vector, dtype=np.float32), SPECS[key].model, memory.id))
+                cells += [None, None] if vector is None else [np.asarray(vector, dtype=np.float32), SPECS[key].model]
+            db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *cells, *terms, _length(terms), terms[0],
+                                 terms[1]))
             counts.update(distinct_terms(terms))
         for sql, params in _count_steps(namespace, counts):
             db.execute(sql, params)
