@@ -14,7 +14,6 @@ embedded SQLite store, so nothing above it changes.
 """
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections import Counter
@@ -25,13 +24,13 @@ import numpy as np
 
 from ..errors import StoreError
 from .embed import SPECS
-from .model import COMMITMENT_TYPES, Memory
-from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, row_to_memory, row_values
+from .model import Memory
+from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, row_values
+from .sql_store import SqlStore
 from .store import GateEntry, VectorIndex
 
 LOCK_KEY = 0x6F6D627265  # "ombre": the advisory lock migrations take
 HOLD_CLASS = 0x6F6D62  # with the namespace's hash: the lock writes that check before they write take (exclusive)
-COLUMNS = "id, " + ", ".join(FIELDS) + "".join(f", {vec} IS NOT NULL" for vec, _ in VECTOR_COLUMNS.values())
 K1, B, GRAM_WEIGHT = 1.2, 0.75, 0.25
 
 
@@ -88,17 +87,6 @@ _BUMP = ("INSERT INTO meta (namespace, key, value) VALUES (%s, 'vectors_version'
          "DO UPDATE SET value = (meta.value::bigint + 1)::text")
 
 
-_GATE = ("INSERT INTO gate_log (namespace, at, day, source, decision, reasons, memory_id, content) "
-         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")
-_META = ("INSERT INTO meta (namespace, key, value) VALUES (%s, %s, %s) ON CONFLICT (namespace, key) "
-         "DO UPDATE SET value=excluded.value")
-
-
-def _gate_row(namespace: str, entry: GateEntry) -> tuple:
-    return (namespace, entry.at, entry.day, entry.source, entry.decision, json.dumps(entry.reasons, ensure_ascii=False),
-            entry.memory_id, entry.content[:500])
-
-
 def _array(value) -> np.ndarray:
     """A pgvector value as float32 (pgvector returns its own Vector type, or numpy once registered)."""
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
@@ -116,7 +104,9 @@ def _count_steps(namespace: str, counts: Counter[str]) -> list[tuple[str, tuple]
     return [(_COUNT_TERM, (namespace, term, n)) for term, n in sorted(counts.items()) if n]
 
 
-class PostgresStore:
+class PostgresStore(SqlStore):
+    P, ORDER, PLUS = "%s", "seq", ""
+
     def __init__(self, url: str, namespace: str = "default") -> None:
         self.namespace = namespace  # every row this store reads or writes belongs to it
         try:
@@ -176,7 +166,8 @@ class PostgresStore:
                 raise StoreError(f"memory database write failed: {exc}", hint="nothing was written; try again") \
                     from exc
 
-    def _write(self, steps: list[tuple[str, tuple]]) -> None:
+    def _write(self, steps: list[tuple[str, tuple]], changes_vectors: bool = True) -> None:
+        # what changes the live vectors moves vectors_version itself (_BUMP), inside its own transaction
         with self._transaction() as db:
             for sql, params in steps:
                 db.execute(sql, params)
@@ -199,9 +190,9 @@ class PostgresStore:
             for namespace, (ns_rows, ns_gate, ns_meta) in batches.items():
                 self._insert(db, namespace, ns_rows)
                 for entry in ns_gate:
-                    db.execute(_GATE, _gate_row(namespace, entry))
+                    db.execute(*self._gate_step(entry, namespace))
                 for key, value in ns_meta.items():
-                    db.execute(_META, (namespace, key, value))
+                    db.execute(*self._meta_step(key, value, namespace))
 
     @staticmethod
     def _insert(db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
@@ -253,36 +244,9 @@ class PostgresStore:
             (f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s AND namespace=%s",
              (np.asarray(v, dtype=np.float32), SPECS[encoder].model, mid, self.namespace)) for mid, v in rows])
 
-    def touch(self, ids: list[str], at: str) -> None:
-        if ids:
-            self._write([("UPDATE memories SET activation_count = activation_count + 1, last_active=%s "
-                          "WHERE id=%s AND namespace=%s", (at, i, self.namespace)) for i in sorted(ids)])
-
-    def log_gate(self, entry: GateEntry) -> None:
-        self._write([(_GATE, _gate_row(self.namespace, entry))])
-
-    def set_meta(self, key: str, value: str) -> None:
-        self._write([(_META, (self.namespace, key, value))])
-
     def occupied(self) -> bool:
         """Whether the database holds anything of any namespace (a migration needs it empty)."""
         return bool(self._query("SELECT 1 FROM memories LIMIT 1") or self._query("SELECT 1 FROM gate_log LIMIT 1"))
-
-    def add_token(self, token_sha256: str, namespace: str, created: str) -> None:
-        """A namespace's bearer token (its digest): the token table is the one thing namespaces share."""
-        self._write([("INSERT INTO namespaces (token_sha256, namespace, created) VALUES (%s, %s, %s)",
-                      (token_sha256, namespace, created))])
-
-    def token_namespace(self, token_sha256: str) -> str | None:
-        rows = self._query("SELECT namespace FROM namespaces WHERE token_sha256=%s", (token_sha256,))
-        return rows[0][0] if rows else None
-
-    def namespaces(self) -> list[tuple[str, int, int]]:
-        """Every namespace with its memory and token counts."""
-        rows = self._query("SELECT n, sum(m), sum(t) FROM (SELECT namespace AS n, count(*) AS m, 0 AS t FROM memories "
-                           "GROUP BY namespace UNION ALL SELECT namespace, 0, count(*) FROM namespaces GROUP BY "
-                           "namespace) AS x GROUP BY n ORDER BY n")
-        return [(r[0], int(r[1]), int(r[2])) for r in rows]
 
     # -- reads ----------------------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -291,62 +255,6 @@ class PostgresStore:
                 return self._db.execute(sql, params).fetchall()
             except self._psycopg.Error as exc:
                 raise StoreError(f"memory database read failed: {exc}", hint="check OMBRE_DB") from exc
-
-    def get(self, memory_id: str) -> Memory | None:
-        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id=%s AND namespace=%s", (memory_id, self.namespace))
-        return row_to_memory(rows[0]) if rows else None
-
-    def _where(self, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
-               min_importance: int | None = None, exclude_commitments: bool = False) -> tuple[str, tuple]:
-        where, params = ["namespace=%s"], [self.namespace]
-        for column, value in (("archived", archived), ("pinned", pinned)):
-            if value is not None:
-                where.append(f"{column}=%s")
-                params.append(int(value))
-        if type is not None:
-            where.append("type=%s")
-            params.append(type)
-        if min_importance is not None:
-            where.append("importance>=%s")
-            params.append(min_importance)
-        if exclude_commitments:
-            where.append(f"type NOT IN ({','.join(['%s'] * len(COMMITMENT_TYPES))})")
-            params.extend(COMMITMENT_TYPES)
-        return " WHERE " + " AND ".join(where), tuple(params)
-
-    def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
-             limit: int | None = None) -> list[Memory]:
-        where, params = self._where(archived, pinned, type)
-        sql = f"SELECT {COLUMNS} FROM memories{where} ORDER BY created DESC, seq DESC"
-        return [row_to_memory(r) for r in self._query(sql + (f" LIMIT {int(limit)}" if limit else ""), params)]
-
-    def count(self, *, pinned: bool | None = None, min_importance: int | None = None) -> int:
-        where, params = self._where(pinned=pinned, min_importance=min_importance)
-        return self._query(f"SELECT count(*) FROM memories{where}", params)[0][0]
-
-    def least_active(self, *, pinned: bool | None = None, min_importance: int | None = None,
-                     exclude_commitments: bool = True) -> Memory | None:
-        where, params = self._where(pinned=pinned, min_importance=min_importance,
-                                    exclude_commitments=exclude_commitments)
-        rows = self._query(f"SELECT {COLUMNS} FROM memories{where} ORDER BY last_active ASC, seq ASC LIMIT 1",
-                           params)
-        return row_to_memory(rows[0]) if rows else None
-
-    def on_month_days(self, month_days: list[str], *, created_before: str | None = None) -> list[Memory]:
-        if not month_days:
-            return []
-        created = "substr(created, 6, 5) = ANY(%s)" + (" AND created < %s" if created_before else "")
-        params = (month_days, month_days, *((created_before,) if created_before else ()), self.namespace)
-        return [row_to_memory(r) for r in self._query(
-            f"SELECT {COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) = ANY(%s) OR ({created})) "
-            "AND archived=0 AND superseded_by IS NULL AND namespace=%s", params)]
-
-    def on_dates(self, dates: list[str]) -> list[Memory]:
-        if not dates:
-            return []
-        return [row_to_memory(r) for r in self._query(
-            f"SELECT {COLUMNS} FROM memories WHERE event_date = ANY(%s) AND archived=0 AND superseded_by IS NULL "
-            "AND namespace=%s ORDER BY event_date, importance DESC", (dates, self.namespace))]
 
     COMMON_SHARE = 0.05
     LARGE_STORE = 2_000
@@ -388,23 +296,6 @@ class PostgresStore:
         scored.sort(key=lambda r: (-r[1], r[0]))
         return scored[:limit]
 
-    def get_many(self, ids: list[str]) -> dict[str, Memory]:
-        if not ids:
-            return {}
-        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s) AND namespace=%s",
-                           (list(ids), self.namespace))
-        return {r[0]: row_to_memory(r) for r in rows}
-
-    def has_unembedded(self, encoder: str = "e5") -> bool:
-        vec = VECTOR_COLUMNS[encoder][0]
-        return bool(self._query(f"SELECT 1 FROM memories WHERE {vec} IS NULL AND archived=0 AND namespace=%s LIMIT 1",
-                                (self.namespace,)))
-
-    def unembedded_count(self, encoder: str) -> int:
-        vec = VECTOR_COLUMNS[encoder][0]
-        return self._query(f"SELECT count(*) FROM memories WHERE {vec} IS NULL AND namespace=%s",
-                           (self.namespace,))[0][0]
-
     def vectors(self, encoder: str = "e5") -> VectorIndex:
         # Another service may have written: the cache holds while vectors_version is unchanged (every write
         # that can change the live vectors moves it; a touch does not).
@@ -419,25 +310,6 @@ class PostgresStore:
                       else np.zeros((0, dim), dtype=np.float32))
             cached = self._cache[encoder] = (version, VectorIndex([r[0] for r in rows], matrix))
         return cached[1]
-
-    def without_vectors(self, encoder: str, limit: int) -> list[Memory]:
-        vec = VECTOR_COLUMNS[encoder][0]
-        return [row_to_memory(r) for r in self._query(
-            f"SELECT {COLUMNS} FROM memories WHERE {vec} IS NULL AND namespace=%s ORDER BY seq LIMIT %s",
-            (self.namespace, limit))]
-
-    def gate_count(self, day: str, source: str, decisions: tuple[str, ...]) -> int:
-        return self._query("SELECT count(*) FROM gate_log WHERE namespace=%s AND day=%s AND source=%s "
-                           "AND decision = ANY(%s)", (self.namespace, day, source, list(decisions)))[0][0]
-
-    def gate_log(self, limit: int) -> list[GateEntry]:
-        rows = self._query("SELECT at, day, source, decision, reasons, content, memory_id FROM gate_log "
-                           "WHERE namespace=%s ORDER BY seq DESC LIMIT %s", (self.namespace, limit))
-        return [GateEntry(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
-
-    def meta(self, key: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE namespace=%s AND key=%s", (self.namespace, key))
-        return rows[0][0] if rows else None
 
     def close(self) -> None:
         with self._lock:

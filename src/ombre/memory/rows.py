@@ -11,6 +11,8 @@ FIELDS = ("content", "title", "type", "tags", "importance", "pinned", "valence",
 # Each encoder's vectors live in their own pair of columns (the vector, and the model that made it).
 VECTOR_COLUMNS = {"e5": ("embedding", "embed_model"), "use": ("embedding_use", "use_model")}
 VECTOR_NAMES = [c for pair in VECTOR_COLUMNS.values() for c in pair]
+# a memory as row_to_memory reads it: its fields, then whether each encoder's vector is there
+COLUMNS = "id, " + ", ".join(FIELDS) + "".join(f", {vec} IS NOT NULL" for vec, _ in VECTOR_COLUMNS.values())
 
 
 def distinct_terms(terms: tuple[str, str]) -> set[str]:
