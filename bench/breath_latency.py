@@ -69,10 +69,12 @@ def build(store, n: int, rng: random.Random) -> None:
             v = nprng.standard_normal(spec.dim).astype(np.float32)
             vectors[key] = v / np.linalg.norm(v)
         batch.append((m, document(text), vectors))
-        if len(batch) == 5_000:
+        if len(batch) == 5_000 and not hasattr(store, "load"):
             store.add_many(batch)
             batch = []
-    if batch:
+    if hasattr(store, "load"):  # PostgreSQL: one load, the HNSW indexes built once after it
+        store.load({store.namespace: (batch, [], {})})
+    elif batch:
         store.add_many(batch)
     store.close()
 

@@ -32,6 +32,7 @@ from .store import GateEntry, VectorIndex
 LOCK_KEY = 0x6F6D627265  # "ombre": the advisory lock migrations take
 HOLD_CLASS = 0x6F6D62  # with the namespace's hash: the lock writes that check before they write take (exclusive)
 K1, B, GRAM_WEIGHT = 1.2, 0.75, 0.25
+HNSW = (("memories_embedding", "embedding"), ("memories_embedding_use", "embedding_use"))
 
 
 def _schema() -> list[tuple[str, list[str]]]:
@@ -57,8 +58,10 @@ def _schema() -> list[tuple[str, list[str]]]:
                 terms tsvector)""",
             "CREATE INDEX memories_active ON memories(namespace, archived, pinned, importance)",
             "CREATE INDEX memories_terms ON memories USING gin(terms)",
-            "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_ip_ops)",
-            "CREATE INDEX memories_embedding_use ON memories USING hnsw (embedding_use vector_ip_ops)",
+            # what recall asks on every call: is anything still waiting for a vector (usually nothing)
+            "CREATE INDEX memories_unembedded ON memories(namespace) WHERE embedding IS NULL",
+            "CREATE INDEX memories_unembedded_use ON memories(namespace) WHERE embedding_use IS NULL",
+            *(f"CREATE INDEX {name} ON memories USING hnsw ({column} vector_ip_ops)" for name, column in HNSW),
             "CREATE INDEX memories_event_date ON memories(event_date)",
             "CREATE INDEX memories_type_created ON memories(namespace, type, created)",
             "CREATE INDEX memories_event_md ON memories(substr(event_date, 6, 5))",
@@ -128,6 +131,7 @@ class PostgresStore(SqlStore):
                                   "extension is installed there") from exc
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[str | None, VectorIndex]] = {}
+        self._stats_cache: tuple[str | None, tuple[int, float]] | None = None
 
     def _migrate(self) -> list[str]:
         applied = []
@@ -183,8 +187,12 @@ class PostgresStore(SqlStore):
                                           list[GateEntry], dict[str, str]]],
              tokens: list[tuple[str, str, str]] = ()) -> None:
         """Whole stores at once (`ombre memories migrate`), by namespace: memories, the gate log in order, meta
-        rows; one transaction, so a failure leaves the target as it was."""
+        rows; one transaction, so a failure leaves the target as it was. The HNSW indexes are dropped for the
+        load and built once after it (inside the same transaction): maintaining them row by row costs about
+        20 ms a memory, building them a fraction of that."""
         with self._transaction() as db:
+            for name, _ in HNSW:
+                db.execute(f"DROP INDEX IF EXISTS {name}")
             for token in tokens:
                 db.execute("INSERT INTO namespaces (token_sha256, namespace, created) VALUES (%s, %s, %s)", token)
             for namespace, (ns_rows, ns_gate, ns_meta) in batches.items():
@@ -193,6 +201,8 @@ class PostgresStore(SqlStore):
                     db.execute(*self._gate_step(entry, namespace))
                 for key, value in ns_meta.items():
                     db.execute(*self._meta_step(key, value, namespace))
+            for name, column in HNSW:
+                db.execute(f"CREATE INDEX {name} ON memories USING hnsw ({column} vector_ip_ops)")
 
     @staticmethod
     def _insert(db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
@@ -261,11 +271,21 @@ class PostgresStore(SqlStore):
     MAX_TERMS = 12
     CANDIDATES = 2_000  # rows scored per search: the GIN index finds them, BM25 ranks them
 
+    def _stats(self) -> tuple[int, float]:
+        """How many memories, of what average length: read again only after a write that changed them (every
+        insert, edit and delete moves vectors_version)."""
+        version = self.meta("vectors_version")
+        if self._stats_cache is None or self._stats_cache[0] != version:
+            total, avg = self._query("SELECT count(*), avg(length) FROM memories WHERE namespace=%s",
+                                     (self.namespace,))[0]
+            self._stats_cache = (version, (int(total), float(avg or 1.0)))
+        return self._stats_cache[1]
+
     def keyword_search(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
         """BM25 over words (and bigrams at a quarter weight), as the SQLite store ranks with FTS5."""
         if not terms:
             return []
-        total = self._query("SELECT count(*) FROM memories WHERE namespace=%s", (self.namespace,))[0][0]
+        total, avgdl = self._stats()
         df = dict(self._query("SELECT term, docs FROM term_docs WHERE namespace=%s AND term = ANY(%s)",
                               (self.namespace, terms)))
         if total > self.LARGE_STORE:
@@ -278,7 +298,7 @@ class PostgresStore(SqlStore):
         query = " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
         rows = self._query("SELECT id, words, grams FROM memories WHERE terms @@ %s::tsquery AND namespace=%s "
                            "LIMIT %s", (query, self.namespace, self.CANDIDATES))
-        stats = self._query("SELECT avg(length) FROM memories WHERE namespace=%s", (self.namespace,))[0][0] or 1.0
+        stats = avgdl
         wanted = set(terms)
         scored = []
         for mid, words, grams in rows:
