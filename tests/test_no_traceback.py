@@ -17,7 +17,9 @@ COMMANDS = [["anchors"], ["diet", "--dry-run"], ["forge", "--dry-run"], ["usage"
             ["memories", "import", "/nonexistent.jsonl"], ["handoff", "prepare"], ["tunnel"], ["rebind", "abc"],
             ["bridge", "status"], ["keeper", "status"], ["keeper", "seed"], ["keeper", "reset"], ["keeper", "run", "--once"],
             ["distill", "status"], ["distill"], ["install", "claude-code", "--dry-run"],
-            ["handoff", "prepare", "--write"], ["doctor"]]
+            ["handoff", "prepare", "--write"], ["doctor"], ["stats"], ["namespace", "list"],
+            ["namespace", "add", "bad name"], ["memories", "migrate", "--to", "postgresql://x:y@127.0.0.1:9/none"],
+            ["memories", "edit", "abc", "--importance", "3"], ["memories", "forget", "abc", "--yes"]]
 BAD = {
     "good settings, wrong arguments": {},
     "a setting that is not a number": {"AUTO_FORGE_PCT": "seventy"},
@@ -26,6 +28,9 @@ BAD = {
     "an OMBRE_HOME under a file": {"OMBRE_HOME": "/dev/null/ombre"},
     "a cc-connect config that is not TOML": {"OMBRE_BRIDGE": "cc-connect", "OMBRE_CC_CONNECT_CONFIG": "/etc/passwd",
                                              "OMBRE_BRIDGE_STOP": "true", "OMBRE_BRIDGE_START": "true"},
+    "a database address that is not PostgreSQL": {"OMBRE_DB": "mysql://localhost/x"},
+    "a PostgreSQL that does not answer": {"OMBRE_DB": "postgresql://x:y@127.0.0.1:9/none"},
+    "a namespace name with a space": {"OMBRE_NAMESPACE": "two words"},
     "cc-connect with no way to find its file": {"OMBRE_BRIDGE": "cc-connect", "OMBRE_BRIDGE_STOP": "true",
                                                 "OMBRE_BRIDGE_START": "true"},
 }
