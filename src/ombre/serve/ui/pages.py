@@ -86,11 +86,11 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     # -- overview ---------------------------------------------------------------------------------------
     @r.get("", response_class=HTMLResponse)
     def overview(request: Request) -> HTMLResponse:
-        service = memories_of(request)
         from ...transcript.bill import compute
         from ...tunnel import new_window
         from ...tunnel.keeper import KeeperState
 
+        service = memories_of(request)
         state = KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc)) if s.keeper_state.exists() else None
         return page(request, "index", health=service.health(), keeper=asdict(state) if state else None,
                     week=compute(s, 7).total, waiting=new_window.waiting(s))
@@ -232,11 +232,11 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     @r.post("/sessions/{sid}/tunnel", response_class=HTMLResponse)
     async def run_tunnel(request: Request, sid: str) -> HTMLResponse:
-        service = memories_of(request)
         from ...tunnel.bridges import from_settings
         from ...tunnel.tunnel import TunnelOptions, run, service_holder
         from ...window.select import build_selector, parse_days
 
+        service = memories_of(request)
         values = await form(request)
         try:
             if values.get("confirm") != "yes":
@@ -260,11 +260,11 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     # -- keeper and health --------------------------------------------------------------------------------
     @r.get("/keeper", response_class=HTMLResponse)
     def keeper(request: Request) -> HTMLResponse:
-        service = memories_of(request)
         from ... import doctor
         from ...tunnel import keeper as k
         from ...tunnel.bridges import from_settings
 
+        service = memories_of(request)
         try:
             bridge = from_settings(s)
         except OmbreError:
