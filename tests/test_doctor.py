@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.servers import Server, free_port, ombre_env
 
 OMBRE = [str(Path(sys.executable).parent / "ombre")]
@@ -126,3 +128,33 @@ def test_the_arbitration_check_shows_open_contradictions_and_fails_when_the_judg
          OMBRE_LLM_BASE_URL="http://127.0.0.1:9/v1", OMBRE_LLM_TIMEOUT_MS="500")
     failed = {c["name"]: c for c in _doctor(env)[1]}["arbitration"]
     assert not failed["ok"] and "could not be arbitrated" in failed["detail"] and "OMBRE_LLM" in failed["todo"]
+
+
+BREAKS = {
+    "memory service": lambda home, server, env: server.stop(),
+    "hooks and MCP": lambda home, server, env: subprocess.run(OMBRE + ["uninstall", "claude-code"], env=env,
+                                                              check=True, capture_output=True),
+    "keeper cooldowns": lambda home, server, env: (home / "ombre" / "keeper-state.json").unlink(),
+    "keeper runs": lambda home, server, env: (home / "ombre" / "metrics.jsonl").write_text(
+        json.dumps({"at": "2026-12-04T00:00:00+00:00", "decision": "fail", "error": "forge failed: disk full"}) + "\n"),
+    "distillation": lambda home, server, env: (home / "ombre" / "distill.jsonl").write_text(
+        json.dumps({"at": "2026-12-04T00:00:00+00:00", "reason": "model failed: timeout", "fallback": True}) + "\n"),
+    "backup": lambda home, server, env: [p.unlink() for p in (home / "ombre" / "backups").rglob("*.db")],
+}
+
+
+@pytest.mark.parametrize("name", list(BREAKS))
+def test_each_check_fails_alone_on_an_otherwise_healthy_set_up(tmp_path, name):
+    server = Server(tmp_path)
+    try:
+        env = ombre_env(tmp_path, OMBRE_URL=server.url)
+        for args in (["install", "claude-code"], ["keeper", "seed"], ["backup"]):
+            out = subprocess.run(OMBRE + args, env=env, capture_output=True, text=True, timeout=120)
+            assert out.returncode == 0, out.stderr
+        BREAKS[name](tmp_path, server, env)
+        code, checks = _doctor(env)
+    finally:
+        server.stop()
+    failed = [c["name"] for c in checks if not c["ok"]]
+    assert code == 1 and failed == [name], checks
+    assert next(c for c in checks if c["name"] == name)["todo"]
