@@ -98,15 +98,6 @@ def _array(value) -> np.ndarray:
 def _length(terms: tuple[str, str]) -> int:
     return len(terms[0].split()) + len(terms[1].split())
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s AND namespace=%s"
-_COUNT_TERM = ("INSERT INTO term_docs (namespace, term, docs) VALUES (%s, %s, %s) "
-               "ON CONFLICT (namespace, term) DO UPDATE SET docs = term_docs.docs + excluded.docs")
-
-
-def _count_steps(namespace: str, counts: Counter[str]) -> list[tuple[str, tuple]]:
-    # in a fixed order, so two transactions counting the same terms take their row locks alike (no deadlock)
-    return [(_COUNT_TERM, (namespace, term, n)) for term, n in sorted(counts.items()) if n]
-
-
 class PostgresStore(SqlStore):
     P, ORDER, PLUS = "%s", "seq", ""
 
@@ -205,8 +196,7 @@ class PostgresStore(SqlStore):
             for name, column in HNSW:
                 db.execute(f"CREATE INDEX {name} ON memories USING hnsw ({column} vector_ip_ops)")
 
-    @staticmethod
-    def _insert(db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
+    def _insert(self, db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
         counts: Counter[str] = Counter()
         for memory, terms, vectors in rows:
             cells: list = []  # each row written once: an update would index its vectors in HNSW twice
@@ -216,7 +206,7 @@ class PostgresStore(SqlStore):
             db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *cells, *terms, _length(terms), terms[0],
                                  terms[1]))
             counts.update(distinct_terms(terms))
-        for sql, params in _count_steps(namespace, counts):
+        for sql, params in self._count_steps(counts, namespace):
             db.execute(sql, params)
         db.execute(_BUMP, (namespace,))
 
@@ -233,9 +223,8 @@ class PostgresStore(SqlStore):
             db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE id=%s",
                        (*terms, _length(terms), *terms, memory.id))
             counts: Counter[str] = Counter(distinct_terms(terms))
-            if old is not None:
-                counts.subtract(distinct_terms((old[0], old[1])))
-            for sql, params in _count_steps(self.namespace, counts):
+            counts.subtract(distinct_terms((old[0], old[1])))
+            for sql, params in self._count_steps(counts):
                 db.execute(sql, params)
 
     def delete(self, memory_id: str) -> None:
@@ -246,7 +235,7 @@ class PostgresStore(SqlStore):
             if old is not None:
                 counts: Counter[str] = Counter()
                 counts.subtract(distinct_terms((old[0], old[1])))
-                for sql, params in _count_steps(self.namespace, counts):
+                for sql, params in self._count_steps(counts):
                     db.execute(sql, params)
 
     def set_vectors(self, encoder: str, rows: list[tuple[str, np.ndarray]]) -> None:
@@ -268,9 +257,6 @@ class PostgresStore(SqlStore):
             except self._psycopg.Error as exc:
                 raise StoreError(f"memory database read failed: {exc}", hint="check OMBRE_DB") from exc
 
-    COMMON_SHARE = 0.05
-    LARGE_STORE = 2_000
-    MAX_TERMS = 12
     CANDIDATES = 2_000  # rows scored per search: the GIN index finds them, BM25 ranks them
 
     def _stats(self) -> tuple[int, float]:
@@ -288,19 +274,13 @@ class PostgresStore(SqlStore):
         if not terms:
             return []
         total, avgdl = self._stats()
-        df = dict(self._query("SELECT term, docs FROM term_docs WHERE namespace=%s AND term = ANY(%s)",
-                              (self.namespace, terms)))
-        if total > self.LARGE_STORE:
-            present = sorted((t for t in terms if df.get(t)), key=lambda t: df[t])
-            rare = [t for t in present if df[t] <= self.COMMON_SHARE * total][: self.MAX_TERMS]
-            terms = rare or present[:3]
-        terms = [t for t in terms if df.get(t)]
+        df = self._document_frequencies(terms)  # BM25 needs them in a store of any size
+        terms = [t for t in self._rarest(terms, df, total) if df.get(t)]
         if not terms:
             return []
         query = " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
         rows = self._query("SELECT id, words, grams FROM memories WHERE terms @@ %s::tsquery AND namespace=%s "
                            "LIMIT %s", (query, self.namespace, self.CANDIDATES))
-        stats = avgdl
         wanted = set(terms)
         scored = []
         for mid, words, grams in rows:
@@ -309,7 +289,7 @@ class PostgresStore(SqlStore):
             for t in g:
                 if t in wanted:
                     tf[t] += GRAM_WEIGHT
-            length = (len(w) + len(g)) / float(stats)
+            length = (len(w) + len(g)) / avgdl
             score = 0.0
             for t, f in tf.items():
                 idf = max(math.log((total - df[t] + 0.5) / (df[t] + 0.5)), 1e-6)

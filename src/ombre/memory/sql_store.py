@@ -8,6 +8,7 @@ It gives `_query` and `_write`; keyword search, vectors, the bigger writes and m
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from .model import COMMITMENT_TYPES, Memory
 from .rows import COLUMNS, VECTOR_COLUMNS, row_to_memory
@@ -31,6 +32,31 @@ class SqlStore:
         if self.P == "?":
             return f"IN ({','.join('?' * len(values))})", tuple(values)
         return "= ANY(%s)", (list(values),)
+
+    # -- keywords -------------------------------------------------------------------------------------
+    COMMON_SHARE = 0.05  # in a large store, a term in more than 5 % of memories ranks nothing
+    LARGE_STORE = 2_000
+    MAX_TERMS = 12  # and a long message searches by its rarest terms only: each OR term is a posting scan
+
+    def _count_steps(self, counts: Counter[str], namespace: str | None = None) -> list[tuple[str, tuple]]:
+        """term_docs upserts for a change of document counts, in one order, so two transactions counting the
+        same terms take their row locks alike."""
+        P = self.P
+        sql = (f"INSERT INTO term_docs (namespace, term, docs) VALUES ({P}, {P}, {P}) "
+               "ON CONFLICT (namespace, term) DO UPDATE SET docs = term_docs.docs + excluded.docs")
+        return [(sql, (namespace or self.namespace, term, n)) for term, n in sorted(counts.items()) if n]
+
+    def _document_frequencies(self, terms: list[str]) -> dict[str, int]:
+        match, params = self._in(terms)
+        return dict(self._query(f"SELECT term, docs FROM term_docs WHERE namespace={self.P} AND term {match}",
+                                (self.namespace, *params)))
+
+    def _rarest(self, terms: list[str], df: dict[str, int], total: int) -> list[str]:
+        """The terms a search uses: in a large store the rarest present ones (or the three least common)."""
+        if total <= self.LARGE_STORE:
+            return terms
+        present = sorted((t for t in terms if df.get(t)), key=lambda t: df[t])
+        return [t for t in present if df[t] <= self.COMMON_SHARE * total][: self.MAX_TERMS] or present[:3]
 
     # -- reads ----------------------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:

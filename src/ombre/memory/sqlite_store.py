@@ -30,12 +30,6 @@ _INSERT_WITH_VECTORS = (f"INSERT INTO memories (namespace, id, {', '.join(FIELDS
                         f"VALUES ({', '.join('?' * (len(FIELDS) + 2 + len(VECTOR_NAMES)))})")
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=?' for c in FIELDS)} WHERE id=? AND +namespace=?"
 _INDEX = "INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)"
-_COUNT_TERM = ("INSERT INTO term_docs (namespace, term, docs) VALUES (?, ?, ?) "
-               "ON CONFLICT(namespace, term) DO UPDATE SET docs = docs + excluded.docs")
-
-
-def _count_steps(namespace: str, counts: Counter[str]) -> list[tuple[str, tuple]]:
-    return [(_COUNT_TERM, (namespace, term, n)) for term, n in counts.items() if n]
 
 
 def _wal(db: sqlite3.Connection, wait_s: float = 10.0) -> None:
@@ -108,7 +102,7 @@ class SQLiteStore(SqlStore):
 
     def add(self, memory: Memory, terms: tuple[str, str]) -> None:
         self._write([(_INSERT, (self.namespace, memory.id, *row_values(memory))), (_INDEX, (*terms, memory.id)),
-                     *_count_steps(self.namespace, Counter(distinct_terms(terms)))])
+                     *self._count_steps(Counter(distinct_terms(terms)))])
 
     def add_many(self, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
         """Add many memories in one transaction (import, benchmarks); all or nothing. Each row may carry
@@ -124,7 +118,7 @@ class SQLiteStore(SqlStore):
             steps.append((_INSERT_WITH_VECTORS, (self.namespace, memory.id, *row_values(memory), *cells)))
             steps.append((_INDEX, (*terms, memory.id)))
             counts.update(distinct_terms(terms))
-        self._write(steps + _count_steps(self.namespace, counts))
+        self._write(steps + self._count_steps(counts))
 
     def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
         with self._transaction() as db:
@@ -139,7 +133,7 @@ class SQLiteStore(SqlStore):
                 counts.subtract(distinct_terms((words, grams)))
                 db.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
             db.execute(_INDEX, (*terms, memory.id))
-            for sql, params in _count_steps(self.namespace, counts):
+            for sql, params in self._count_steps(counts):
                 db.execute(sql, params)
 
     def delete(self, memory_id: str) -> None:
@@ -152,7 +146,7 @@ class SQLiteStore(SqlStore):
                                                   (memory_id,)).fetchall():
                 counts.subtract(distinct_terms((words, grams)))
                 db.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
-            for sql, params in _count_steps(self.namespace, counts):
+            for sql, params in self._count_steps(counts):
                 db.execute(sql, params)
 
     def set_vectors(self, encoder: str, rows: list[tuple[str, np.ndarray]]) -> None:
@@ -170,10 +164,6 @@ class SQLiteStore(SqlStore):
             except sqlite3.Error as exc:
                 raise StoreError(f"memory database read failed: {exc}", hint="check the database file") from exc
 
-    COMMON_SHARE = 0.05  # in a large store, a term in more than 5 % of memories ranks nothing
-    LARGE_STORE = 2_000
-    MAX_TERMS = 12  # and a long message searches by its rarest terms only: each OR term is a posting scan
-
     def keyword_search(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
         """BM25 over words (and bigrams at a quarter weight); archived memories may be among the hits."""
         if not terms:
@@ -182,12 +172,7 @@ class SQLiteStore(SqlStore):
         # indexed memory and counts from its b-tree
         total = self._query("SELECT count(*) FROM memories WHERE namespace=?", (self.namespace,))[0][0]
         if total > self.LARGE_STORE:
-            marks = ",".join("?" * len(terms))
-            df = dict(self._query(f"SELECT term, docs FROM term_docs WHERE namespace=? AND term IN ({marks})",
-                                  (self.namespace, *terms)))
-            present = sorted((t for t in terms if df.get(t)), key=lambda t: df[t])
-            rare = [t for t in present if df[t] <= self.COMMON_SHARE * total][: self.MAX_TERMS]
-            terms = rare or present[:3]
+            terms = self._rarest(terms, self._document_frequencies(terms), total)
             if not terms:
                 return []
         rows = self._query("SELECT f.memory_id, -f.rank FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
