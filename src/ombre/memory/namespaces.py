@@ -35,10 +35,20 @@ class Tenants:
         self.default = default
         self._open = open_service
         self._services: dict[str, MemoryService] = {default.settings.namespace: default}
+        self._known: dict[str, str] = {}  # token digest → namespace, as found (tokens are never reassigned)
         self._lock = threading.Lock()
 
     def namespace_of(self, token: str) -> str | None:
-        return self.default.store.token_namespace(digest(token)) if token else None
+        """The namespace a bearer token opens; asked of the store once per token, not on every request."""
+        if not token:
+            return None
+        key = digest(token)
+        if key not in self._known:
+            found = self.default.store.token_namespace(key)
+            if found is None:
+                return None  # not remembered: a token added later must work without a restart
+            self._known[key] = found
+        return self._known[key]
 
     def get(self, namespace: str) -> MemoryService:
         with self._lock:
@@ -50,6 +60,8 @@ class Tenants:
             return service
 
     def close(self) -> None:
-        for service in self._services.values():
-            if service is not self.default:
-                service.close()
+        with self._lock:
+            for service in self._services.values():
+                if service is not self.default:
+                    service.close()
+            self._services = {self.default.settings.namespace: self.default}

@@ -23,20 +23,22 @@ from .mcp import build_mcp
 from .ui import pages as ui
 
 
-def create_app(service: MemoryService, token: str | None = None, tenants: Tenants | None = None) -> FastAPI:
-    """`service` answers OMBRE_TOKEN (or, on loopback with no token, every request); `tenants` adds the
-    namespaces whose tokens `ombre namespace add` made, each request answered from its own."""
-    if tenants is None:
-        from ..write.commitment_arbitrate import open_service
+def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
+    """`service` answers OMBRE_TOKEN (or, on loopback with no token, every request); the namespaces whose
+    tokens `ombre namespace add` made are answered each from its own service (`Tenants`)."""
+    from ..write.commitment_arbitrate import open_service
 
-        tenants = Tenants(service, open_service)
+    tenants = Tenants(service, open_service)
     mcp = build_mcp(service, tenants)
     mcp_app = mcp.streamable_http_app()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        async with mcp.session_manager.run():
-            yield
+        try:
+            async with mcp.session_manager.run():
+                yield
+        finally:
+            tenants.close()  # the other namespaces' stores; `service` is its caller's to close
 
     app = FastAPI(title="Ombre memory service", lifespan=lifespan)
 
