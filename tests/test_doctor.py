@@ -38,14 +38,19 @@ def test_a_broken_set_up_gets_a_to_do_for_each_failed_check_and_fix_does_the_saf
     assert by["keeper cooldowns"]["ok"] and by["backup"]["ok"] and not by["memory service"]["ok"]
 
 
+def _healthy(tmp_path: Path, server: Server) -> dict:
+    """A set-up every check passes on: a real serve, the hooks installed, the keeper seeded, a backup."""
+    env = ombre_env(tmp_path, OMBRE_URL=server.url)
+    for args in (["install", "claude-code"], ["keeper", "seed"], ["backup"]):
+        out = subprocess.run(OMBRE + args, env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+    return env
+
+
 def test_a_healthy_set_up_passes(tmp_path):
     server = Server(tmp_path)
     try:
-        env = ombre_env(tmp_path, OMBRE_URL=server.url)
-        for args in (["install", "claude-code"], ["keeper", "seed"], ["backup"]):
-            out = subprocess.run(OMBRE + args, env=env, capture_output=True, text=True, timeout=120)
-            assert out.returncode == 0, out.stderr
-        code, checks = _doctor(env)
+        code, checks = _doctor(_healthy(tmp_path, server))
     finally:
         server.stop()
     assert code == 0, [c for c in checks if not c["ok"]]
@@ -147,10 +152,7 @@ BREAKS = {
 def test_each_check_fails_alone_on_an_otherwise_healthy_set_up(tmp_path, name):
     server = Server(tmp_path)
     try:
-        env = ombre_env(tmp_path, OMBRE_URL=server.url)
-        for args in (["install", "claude-code"], ["keeper", "seed"], ["backup"]):
-            out = subprocess.run(OMBRE + args, env=env, capture_output=True, text=True, timeout=120)
-            assert out.returncode == 0, out.stderr
+        env = _healthy(tmp_path, server)
         BREAKS[name](tmp_path, server, env)
         code, checks = _doctor(env)
     finally:

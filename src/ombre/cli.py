@@ -274,8 +274,6 @@ def stats(settings: Settings, days: int | None, as_json: bool) -> None:
     """The bill per day from the usage stored in the transcripts: tokens, cache hits, cost, swaps, background."""
     from .transcript.bill import compute
 
-    if days is not None and days < 1:
-        raise UsageError(f"--days {days} is not a number of days", hint="give 1 or more, or leave it out for all")
     bill = compute(settings, days)
 
     def human() -> str:

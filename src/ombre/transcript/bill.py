@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from ..errors import UsageError
 from ..settings import Settings
 from ..window import history
 from .chain import parse_timestamp
@@ -102,6 +103,7 @@ class Bill:
     requests: list[Request]  # oldest first, for the timeline
     models: dict[str, str]  # model → the price it was billed at
     files: int
+    swaps: list[dict]  # the run log's successful swaps in the range (at, mode, new_sid), for the timeline
 
     def to_dict(self) -> dict:
         return {"days": [d.to_dict() for d in self.days], "total": self.total.to_dict(), "models": self.models,
@@ -180,6 +182,8 @@ def _local_day(stamp: str, zone: ZoneInfo) -> tuple[str, str] | None:
 
 def compute(settings: Settings, days: int | None = None, now: dt.datetime | None = None) -> Bill:
     """The bill per day in the person's zone (the last `days` days, today included; None: all)."""
+    if days is not None and days < 1:
+        raise UsageError(f"{days} is not a number of days", hint="give 1 or more, or leave it out for all")
     zone = ZoneInfo(settings.tz)
     now = now or dt.datetime.now(dt.timezone.utc)
     first = (now.astimezone(zone).date() - dt.timedelta(days=days - 1)).isoformat() if days else ""
@@ -197,10 +201,12 @@ def compute(settings: Settings, days: int | None = None, now: dt.datetime | None
             continue
         day(when[0]).add(r)
         kept.append(r)
+    swaps = []
     for entry in runs:
         when = _local_day(str(entry.get("at", "")), zone)
         if entry.get("ok") and entry.get("new_sid") and when and when[0] >= first:
             day(when[0]).swaps.append(f"{when[1]} {entry.get('mode')}")
+            swaps.append({k: entry.get(k) for k in ("at", "mode", "new_sid")})
     background = settings.llm_model or ("claude-haiku-4-5" if settings.llm == "claude-code" else "")
     for entry in history.read(settings.llm_ledger, limit=100_000):
         when = _local_day(str(entry.get("at", "")), zone)
@@ -220,4 +226,4 @@ def compute(settings: Settings, days: int | None = None, now: dt.datetime | None
             setattr(total, name, getattr(total, name) + getattr(d, name))
         total.swaps += [f"{d.day} {s}" for s in d.swaps]
     models = {r.model: price(r.model)[0] for r in kept}
-    return Bill(ordered, total, kept, models, files)
+    return Bill(ordered, total, kept, models, files, swaps)

@@ -197,24 +197,29 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
         except OmbreError as exc:
             return failed(request, exc)
 
+    def _selector(values: dict[str, str]):
+        """The range picker's fields as the CLI's --retain / --keep-days / --keep-from-idx / --keep-to-idx."""
+        from ...window.select import build_selector
+
+        return build_selector(s.forge_retain, s.forge_max_kept, retain=_int(values.get("retain")),
+                              keep_days=values.get("keep_days") or None,
+                              keep_from_idx=_int(values.get("keep_from_idx")),
+                              keep_to_idx=_int(values.get("keep_to_idx")))
+
     def _plan(path: Path, values: dict[str, str]):
         """The dry run the range picker shows: the same call as `ombre forge|diet --dry-run` with that range."""
         from ...window.diet import DietOptions, run as run_diet
         from ...window.forge import ForgeOptions, run as run_forge
-        from ...window.select import build_selector
 
         if values.get("mode") == "diet":
             return run_diet(path, DietOptions(retain=_int(values.get("retain")) or s.diet_retain,
                                               squash=s.diet_squash, dry_run=True, window=s.context_window))
-        selector = build_selector(s.forge_retain, s.forge_max_kept, retain=_int(values.get("retain")),
-                                  keep_days=values.get("keep_days") or None,
-                                  keep_from_idx=_int(values.get("keep_from_idx")),
-                                  keep_to_idx=_int(values.get("keep_to_idx")))
-        return run_forge(path, ForgeOptions(selector=selector, dry_run=True, window=s.context_window))
+        return run_forge(path, ForgeOptions(selector=_selector(values), dry_run=True, window=s.context_window))
 
     @r.get("/sessions/{sid}/plan", response_class=HTMLResponse)
     def plan(request: Request, sid: str) -> HTMLResponse:
         from ...tunnel.handoff import prepare
+        from ...window.anchors import anchors
         from ...window.select import parse_days
 
         values = dict(request.query_params)
@@ -225,8 +230,6 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
             pack = prepare(path, parse_days(days) if days else ()).render() if values.get("mode") != "diet" else ""
         except OmbreError as exc:
             return failed(request, exc)
-        from ...window.anchors import anchors
-
         return page(request, "session", sid=path.stem, anchors=anchors(path, 30), defaults={}, plan=result,
                     handoff=pack, form_values=values)
 
@@ -234,7 +237,7 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     async def run_tunnel(request: Request, sid: str) -> HTMLResponse:
         from ...tunnel.bridges import from_settings
         from ...tunnel.tunnel import TunnelOptions, run, service_holder
-        from ...window.select import build_selector, parse_days
+        from ...window.select import parse_days
 
         service = memories_of(request)
         values = await form(request)
@@ -243,13 +246,9 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
                 raise UsageError("the swap needs your confirmation", hint="tick the box, then run it")
             path = _session_path(sid)
             diet = values.get("mode") == "diet"
-            selector = None if diet else build_selector(
-                s.forge_retain, s.forge_max_kept, retain=_int(values.get("retain")),
-                keep_days=values.get("keep_days") or None, keep_from_idx=_int(values.get("keep_from_idx")),
-                keep_to_idx=_int(values.get("keep_to_idx")))
             days = values.get("handoff_days") or ""
             result = run(s, path, TunnelOptions(
-                mode="diet" if diet else "forge", selector=selector,
+                mode="diet" if diet else "forge", selector=None if diet else _selector(values),
                 handoff_days=parse_days(days) if days else (),
                 handoff_text=(values.get("handoff") or "").strip() or None), bridge=from_settings(s),
                 holder=service_holder(service))
@@ -288,8 +287,8 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
                                                        svg.Rule(s.forge_pct, f"forge {s.forge_pct}%", "forge")],
                             vlines=swaps, label="context %")
         runs = [e for e in lines if e.get("decision") in ("ok", "fail", "trigger", "note")][-40:][::-1]
-        return page(request, "keeper", status=status, checks=doctor.run(s, serve_health=service.health()), plot=plot, points=len(points),
-                    runs=runs, skips=[e for e in lines if e.get("decision") == "skip"][-5:][::-1])
+        return page(request, "keeper", status=status, checks=doctor.run(s, serve_health=service.health()), plot=plot,
+                    points=len(points), runs=runs, skips=[e for e in lines if e.get("decision") == "skip"][-5:][::-1])
 
     # -- the bill ---------------------------------------------------------------------------------------
     @r.get("/bill", response_class=HTMLResponse)
@@ -298,11 +297,9 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
         try:
             n = _int(days)
-            if n is not None and n < 1:
-                raise UsageError(f"{n} is not a number of days", hint="1 or more")
+            b = compute(s, n)
         except OmbreError as exc:
             return failed(request, exc)
-        b = compute(s, n)
         points = []
         for q in b.requests:
             at = _when(q.at, zone)
@@ -311,11 +308,9 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
             points.append(svg.Point(at, float(q.cache_read), "read", f"{s.local(q.at)} read {q.cache_read:,}"))
             points.append(svg.Point(at, float(q.cache_creation), "write",
                                     f"{s.local(q.at)} write {q.cache_creation:,}"))
-        swaps = []
-        for e in history.read(s.history_log, limit=100_000):
-            at = _when(e.get("at"), zone)
-            if e.get("ok") and e.get("new_sid") and at and (not b.requests or at >= _when(b.requests[0].at, zone)):
-                swaps.append(svg.Rule(at.timestamp(), f"{e.get('mode')} {e.get('new_sid')}", "swap"))
+        start = _when(b.requests[0].at, zone) if b.requests else None
+        swaps = [svg.Rule(at.timestamp(), f"{e['mode']} {e['new_sid']}", "swap")
+                 for e in b.swaps if (at := _when(e["at"], zone)) and (start is None or at >= start)]
         return page(request, "bill", b=b, days=n, plot=svg.timeline(points, vlines=swaps, label="cache tokens"))
 
     # -- the hook log -----------------------------------------------------------------------------------
