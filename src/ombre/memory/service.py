@@ -251,7 +251,8 @@ class MemoryService:
             ours = version("ombre")
         except PackageNotFoundError:
             ours = "unknown"
-        newest = backup.backups(self.settings.backups_dir)[-1:]
+        # `ombre backup` copies the SQLite file; a PostgreSQL store is backed up by its own server
+        newest = [] if self.settings.db else backup.backups(self.settings.backups_dir)[-1:]
         state = {"version": ours, "database": self.settings.database_label,
                  "backend": "postgresql" if self.settings.db else "sqlite", "namespace": self.settings.namespace,
                  "memories": total,
