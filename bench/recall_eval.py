@@ -13,10 +13,15 @@ activation, decay and emotion cost in recall when memories carry random values o
 R@k is the share of a case's gold memories in the top k, averaged over cases with gold.
 
     python bench/recall_eval.py [--tune] [--sets memdaily,dialogue,companion] [--limit N]
+                                [--db sqlite|postgresql|both]
+
+--db both runs every case against a SQLite and a PostgreSQL store of the same memories (a pgserver
+PostgreSQL in a temporary folder) and compares every ranking between them.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
@@ -24,6 +29,7 @@ import pickle
 import random
 import re
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -38,6 +44,7 @@ from ombre.memory.model import Memory, iso
 from ombre.memory.query import Query
 from ombre.memory.segment import document
 from ombre.memory.sqlite_store import SQLiteStore
+from ombre.memory.store import MemoryStore
 
 import evalsets  # beside this script
 
@@ -84,22 +91,55 @@ def attributes(mid: str, store: str) -> dict:
             "arousal": _h(key + "r", 101) / 100}
 
 
-def build_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, used: set[str]) -> dict[str, SQLiteStore]:
-    stores = {}
+def build_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, used: set[str],
+                 postgres_url: str | None = None) -> dict[str, MemoryStore]:
+    """One store per evaluation store: an in-memory SQLite file each, or, with a PostgreSQL address, one
+    namespace each of that database (loaded at once, as `ombre memories migrate` does)."""
+    stores: dict[str, MemoryStore] = {}
+    batches = {}
     for es in sets.values():
         for key, items in es.stores.items():
-            if key in stores or key not in used:
+            if key in stores or key in batches or key not in used:
                 continue
             texts = [t for _, t in items]
             vecs = {k: e.passages(texts) for k, e in encoders.items()}
-            store = SQLiteStore(Path(":memory:"))
             rows = []
             for i, (mid, text) in enumerate(items):
                 m = Memory(content=text, id=mid, created="2024-01-01T00:00:00+00:00", **attributes(mid, key))
                 rows.append((m, document(text), {k: v[i] for k, v in vecs.items()}))
-            store.add_many(rows)
-            stores[key] = store
+            if postgres_url:
+                batches[key] = rows
+            else:
+                stores[key] = SQLiteStore(Path(":memory:"))
+                stores[key].add_many(rows)
+    if batches:
+        from ombre.memory.postgres_store import PostgresStore
+
+        names = {key: f"eval{i}" for i, key in enumerate(sorted(batches))}  # store keys hold ':' and '/'
+        loader = PostgresStore(postgres_url)
+        loader.load({names[k]: (rows, [], {}) for k, rows in batches.items()})
+        loader.close()
+        return OpenOnUse(lambda key: PostgresStore(postgres_url, names[key]), list(batches))
     return stores
+
+
+class OpenOnUse(dict):
+    """Stores opened when a case asks for one, a few kept open: each PostgreSQL store is a connection, and
+    the evaluation has more stores than the server takes clients."""
+
+    def __init__(self, opener, keys: list[str], keep: int = 8) -> None:
+        super().__init__((k, None) for k in keys)
+        self.opener, self.keep, self.open = opener, keep, {}
+
+    def __getitem__(self, key: str) -> MemoryStore:
+        if key not in self:
+            raise KeyError(key)
+        if key not in self.open:
+            if len(self.open) >= self.keep:
+                oldest = next(iter(self.open))
+                self.open.pop(oldest).close()
+            self.open[key] = self.opener(key)
+        return self.open[key]
 
 
 def jieba_words(text: str) -> list[str]:
@@ -265,12 +305,42 @@ def adjustments(sets, stores, encoders, split: str) -> None:
         print(f"{name:<11}" + "".join(f"{a:>9.3f} {b:.3f}" for a, b in cells))
 
 
+def postgres(stack: contextlib.ExitStack) -> str:
+    """A PostgreSQL 16 + pgvector server of the pgserver package in a temporary folder, for this run."""
+    import pgserver
+
+    folder = stack.enter_context(tempfile.TemporaryDirectory())
+    server = pgserver.get_server(Path(folder) / "pg", cleanup_mode="stop")
+    stack.callback(server.cleanup)
+    return server.get_uri()
+
+
+def compare(per_backend: dict[str, dict[str, list[dict]]]) -> None:
+    """Every ranking the report shows, on both backends, whole sets (dev and test): the same recall within
+    0.01 is issue #19's bar."""
+    (a, rows_a), (b, rows_b) = per_backend.items()
+    columns = [(s, lambda r, s=s: r["rank"].get(s, [])) for s in SIGNALS] + [("fused", fused_order(FUSION))]
+    print(f"\nR@1 / R@5, {a} → {b}, whole sets")
+    worst = 0.0
+    for name in rows_a:
+        cells = []
+        for col, order in columns:
+            pa, pb = score(rows_a[name], order), score(rows_b[name], order)
+            diffs = [abs(x - y) for x, y in zip(pa, pb) if x == x]
+            worst = max([worst, *diffs])
+            cells.append(f"{col} {pa[0]:.3f}/{pa[1]:.3f} → {pb[0]:.3f}/{pb[1]:.3f}")
+        print(f"{name:<11}" + "; ".join(cells))
+    print(f"largest difference: {worst:.4f} ({'within' if worst <= 0.01 else 'NOT within'} 0.01)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", default="memdaily,dialogue,companion")
     ap.add_argument("--tune", action="store_true", help="choose fusion settings on dev, then report test")
     ap.add_argument("--limit", type=int, default=0, help="at most this many cases a set and split (quick runs)")
     ap.add_argument("--no-adjust", action="store_true", help="skip the adjustment table")
+    ap.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="sqlite",
+                    help="where the stores live; both: also compare every ranking between the two")
     ap.add_argument("--rows", type=Path, default=None, help="also write every case's rankings here (pickle)")
     args = ap.parse_args()
     started = time.perf_counter()
@@ -286,7 +356,6 @@ def main() -> None:
     memo = pickle.loads(CACHE.read_bytes()) if CACHE.exists() else {}
     encoders = {"e5": Cached(E5Embedder(), memo), "use": Cached(USEEmbedder(), memo)}
     used = {c.store for es in sets.values() for c in es.cases}
-    stores = build_stores(sets, encoders, used)
     jieba_stores = {}
     for es in sets.values():
         for key, items in es.stores.items():
@@ -296,20 +365,30 @@ def main() -> None:
                     s.add(Memory(content=text, id=mid, created="2024-01-01T00:00:00+00:00"),
                           (" ".join(jieba_words(text)).lower(), ""))
                 jieba_stores[key] = s
-    rows = gather(sets, stores, encoders, jieba_stores)
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    CACHE.write_bytes(pickle.dumps(memo))
-    if args.rows:
-        args.rows.write_bytes(pickle.dumps(rows))
-    split_rows = {split: {name: [r for r in v if r["case"].split == split] for name, v in rows.items()}
-                  for split in ("dev", "test")}
-    fusion = tune(split_rows["dev"]) if args.tune else FUSION
-    if args.tune:
-        print(f"\nin use: {FUSION} (dev objective {objective(split_rows['dev'], FUSION):.4f})")
-        report(split_rows["dev"], fusion, "dev (tuned)")
-    report(split_rows["test"], FUSION, "test")
-    if not args.no_adjust:
-        adjustments(sets, stores, encoders, "test")
+    backends = ["sqlite", "postgresql"] if args.db == "both" else [args.db]
+    with contextlib.ExitStack() as stack:
+        url = postgres(stack) if "postgresql" in backends else None
+        per_backend = {}
+        for backend in backends:
+            stores = build_stores(sets, encoders, used, url if backend == "postgresql" else None)
+            per_backend[backend] = (stores, gather(sets, stores, encoders, jieba_stores))
+        stores, rows = per_backend[backends[0]]
+        CACHE.parent.mkdir(parents=True, exist_ok=True)
+        CACHE.write_bytes(pickle.dumps(memo))
+        if args.rows:
+            args.rows.write_bytes(pickle.dumps(rows))
+        if len(backends) > 1:
+            compare({b: r for b, (_, r) in per_backend.items()})
+        print(f"\n(the tables below: the {backends[0]} stores)")
+        split_rows = {split: {name: [r for r in v if r["case"].split == split] for name, v in rows.items()}
+                      for split in ("dev", "test")}
+        fusion = tune(split_rows["dev"]) if args.tune else FUSION
+        if args.tune:
+            print(f"\nin use: {FUSION} (dev objective {objective(split_rows['dev'], FUSION):.4f})")
+            report(split_rows["dev"], fusion, "dev (tuned)")
+        report(split_rows["test"], FUSION, "test")
+        if not args.no_adjust:
+            adjustments(sets, stores, encoders, "test")
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
 

@@ -83,6 +83,27 @@ def test_keyword_search_ranks_alike_on_both_backends(store):
     assert store.keyword_search(query_terms("茉莉奶绿"), 5)[0][0] == "m0"
 
 
+def test_keyword_scores_are_the_same_numbers_on_both_backends(tmp_path, postgres):
+    """PostgreSQL's BM25 is computed in Python; it must give FTS5's own scores, also for words FTS5 cuts
+    into several tokens (a date, a time, an address), or recall would differ between the backends."""
+    from ombre.memory.postgres_store import PostgresStore
+    from ombre.memory.sqlite_store import SQLiteStore
+
+    texts = CORPUS + ["论坛的时间是2024-04-11 14:00", "论坛的规模是八千人", "她的邮箱是 ana_li@example.com",
+                      "硬件创新与发展论坛的持续时间是三天", "论坛 v2.5 版本的地址在 3-101 室"]
+    lite, pg = SQLiteStore(tmp_path / "a.db"), PostgresStore(fresh_database(postgres))
+    try:
+        for s in (lite, pg):
+            s.add_many([(memory(f"m{i}", t), document(t), None) for i, t in enumerate(texts)])
+        for q in ("论坛的持续时间是什么", "2024-04-11 的论坛", "ana_li 的邮箱", "3-101 室在哪", "桂花乌龙"):
+            a, b = lite.keyword_search(query_terms(q), 10), pg.keyword_search(query_terms(q), 10)
+            assert [i for i, _ in a] == [i for i, _ in b], q
+            assert np.allclose([x for _, x in a], [x for _, x in b], rtol=1e-9), q
+    finally:
+        lite.close()
+        pg.close()
+
+
 def test_vectors_are_stored_found_and_follow_archiving(store):
     rng = np.random.default_rng(1)
     for i, text in enumerate(CORPUS[:4]):
@@ -141,7 +162,9 @@ def test_services_starting_at_once_migrate_a_new_database_once(postgres):
     import psycopg
 
     with psycopg.connect(url) as db:
-        assert db.execute("SELECT count(*) FROM _migrations").fetchone()[0] == 1
+        from ombre.memory.postgres_store import _schema
+
+        assert db.execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(_schema())
         indexes = [r[0] for r in db.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'public'")]
         assert sum("USING hnsw" in i for i in indexes) == 2 and sum("USING gin" in i for i in indexes) == 1
 
@@ -205,6 +228,48 @@ def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, p
     again = subprocess.run([sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url], env=env,
                            capture_output=True, text=True, timeout=300)
     assert again.returncode != 0 and "already holds memories" in again.stderr
+
+
+def test_stores_that_began_as_one_copy_join_one_database_under_names_of_their_own(tmp_path, postgres):
+    """Two people's SQLite stores, copies of one file (the same memory ids), move into one database one
+    after the other: the second is refused under the taken name, lands with --as, and the two stay apart."""
+    import os
+    import shutil
+
+    from ombre.memory.postgres_store import PostgresStore
+    from ombre.memory.sqlite_store import SQLiteStore
+
+    first = tmp_path / "ana" / "ombre.db"
+    source = SQLiteStore(first)
+    source.add_many([(memory(f"m{i}", text), document(text), None) for i, text in enumerate(CORPUS)])
+    source.close()
+    (tmp_path / "ben").mkdir()
+    shutil.copy(first, tmp_path / "ben" / "ombre.db")
+    url = fresh_database(postgres)
+
+    def run(home: str, *extra: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / home)}
+        return subprocess.run([sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url, *extra],
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    assert run("ana").returncode == 0
+    refused = run("ben")
+    assert refused.returncode != 0 and "namespace default" in refused.stderr and "--as" in refused.stderr
+    landed = run("ben", "--as", "ben")
+    assert landed.returncode == 0, landed.stderr
+    ana, ben = PostgresStore(url), PostgresStore(url, "ben")
+    try:
+        assert {m.id for m in ana.list()} == {m.id for m in ben.list()} == {f"m{i}" for i in range(len(CORPUS))}
+        changed = ben.get("m0")
+        changed.content = "他改口了：更喜欢茉莉花茶"
+        ben.update(changed, document(changed.content))
+        ben.delete("m1")
+        assert ana.get("m0").content == CORPUS[0] and ana.get("m1") is not None and ben.get("m1") is None
+        assert [i for i, _ in ana.keyword_search(query_terms("茉莉花茶"), 5)] == []
+        assert [i for i, _ in ben.keyword_search(query_terms("茉莉花茶"), 5)] == ["m0"]
+    finally:
+        ana.close()
+        ben.close()
 
 
 def test_two_services_and_two_cli_loops_on_one_database_keep_every_write_and_the_caps(tmp_path, postgres):

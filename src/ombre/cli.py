@@ -818,18 +818,22 @@ def memories_forget(settings: Settings, memory_id: str, yes: bool, as_json: bool
 @memories.command("migrate")
 @click.option("--to", "target", required=True, help="The PostgreSQL store: postgresql://user:password@host/dbname.")
 @click.option("--namespace", default=None, help="Copy only this namespace [default: every one].")
+@click.option("--as", "rename", default=None, metavar="NAME",
+              help="Land the store's one namespace under this name (several people's stores into one database).")
 @json_option
 @click.pass_obj
 @handles_errors
-def memories_migrate(settings: Settings, target: str, namespace: str | None, as_json: bool) -> None:
-    """Copy this SQLite store into an empty PostgreSQL one (one transaction, verified; the source untouched)."""
+def memories_migrate(settings: Settings, target: str, namespace: str | None, rename: str | None,
+                     as_json: bool) -> None:
+    """Copy this SQLite store into PostgreSQL, where its namespaces must still be empty (one transaction,
+    verified; the source untouched)."""
     from .memory.migrate import migrate
-    from .settings import database_url
+    from .settings import database_url, namespace_name
 
     url = database_url(target)
     if url is None:
         raise UsageError("--to is empty", hint="give postgresql://user:password@host/dbname")
-    report = migrate(settings.memory_db, url, namespace)
+    report = migrate(settings.memory_db, url, namespace, None if rename is None else namespace_name(rename))
     _emit(as_json, report, lambda: f"copied {report.memories} memories ({report.vectors} vectors), "
           f"{report.gate_log} gate-log lines and {report.meta} meta rows of {', '.join(report.namespaces) or 'no'} "
           f"namespace(s) to {report.target}; counts and checksums "

@@ -2,7 +2,8 @@
 
 The source is opened read-only (never migrated, never written); the copy — memories with their vectors,
 traces and evidence, keyword terms, the gate log, cursors and other meta rows — lands in one transaction, into
-a target that must be empty; then both sides are counted and checksummed, and a mismatch says so.
+namespaces of the target that must be empty; then both sides are counted and checksummed, and a mismatch says
+so. Several people's stores join one database one by one: each lands under a name of its own (`--as`).
 """
 from __future__ import annotations
 
@@ -71,9 +72,19 @@ def _read_source(path: Path, only: str | None):
     return rows, terms, gate, meta, tokens
 
 
-def migrate(source: Path, target_url: str, only: str | None = None) -> MigrateReport:
-    """Copy every namespace of the SQLite store (or only `only`) into an empty PostgreSQL store."""
+def migrate(source: Path, target_url: str, only: str | None = None, rename: str | None = None) -> MigrateReport:
+    """Copy every namespace of the SQLite store (or only `only`) into PostgreSQL, where those namespaces must
+    still be empty; with `rename`, the store's one namespace lands under that name."""
     rows, terms, gate, meta, tokens = _read_source(source, only)
+    if rename is not None:
+        found = {r[0] for r in rows} | {g[0] for g in gate} | {m[0] for m in meta}
+        if len(found) > 1:
+            raise UsageError(f"this store holds {len(found)} namespaces ({', '.join(sorted(found))}); "
+                             "--as renames one", hint="add --namespace NAME to pick the one to copy")
+        rows = [(rename, *r[1:]) for r in rows]
+        gate = [(rename, *g[1:]) for g in gate]
+        meta = [(rename, *m[1:]) for m in meta]
+        tokens = [(t[0], rename, t[2]) for t in tokens]
     keys = list(VECTOR_COLUMNS)
     batches: dict[str, tuple[list, list, dict]] = {}
     for row in rows:
@@ -89,9 +100,11 @@ def migrate(source: Path, target_url: str, only: str | None = None) -> MigrateRe
             batches.setdefault(namespace, ([], [], {}))[2][key] = value
     target = PostgresStore(target_url)
     try:
-        if target.occupied():
-            raise UsageError("the PostgreSQL store already holds memories", hint="migrate into an empty database; "
-                             "nothing was copied")
+        taken = target.occupied(sorted(batches))
+        if taken:
+            raise UsageError(f"the PostgreSQL store already holds memories of namespace {', '.join(taken)}",
+                             hint="nothing was copied; copy this store under another name with --as NAME, or "
+                                  "into an empty database")
         target.load(batches, tokens)
         problems, vectors_total = [], {k: 0 for k in keys}
         for namespace, (copied, gate_rows, _) in sorted(batches.items()):

@@ -26,6 +26,7 @@ from ..errors import StoreError
 from .embed import SPECS
 from .model import Memory
 from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, row_values
+from .segment import token_count
 from .sql_store import SqlStore
 from .store import GateEntry, VectorIndex
 
@@ -77,6 +78,12 @@ def _schema() -> list[tuple[str, list[str]]]:
             "docs INTEGER NOT NULL, PRIMARY KEY (namespace, term))",
             "CREATE TABLE namespaces (token_sha256 TEXT PRIMARY KEY, namespace TEXT NOT NULL, created TEXT NOT NULL)",
         ]),
+        # A memory id is unique within its namespace, not across them: two people's stores that began as
+        # copies of one SQLite file keep the same ids, and both must migrate into one database.
+        ("m002_namespace_ids", [
+            "ALTER TABLE memories DROP CONSTRAINT memories_pkey",
+            "ALTER TABLE memories ADD PRIMARY KEY (namespace, id)",
+        ]),
     ]
 
 
@@ -95,8 +102,6 @@ def _array(value) -> np.ndarray:
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
 
-def _length(terms: tuple[str, str]) -> int:
-    return len(terms[0].split()) + len(terms[1].split())
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s AND namespace=%s"
 class PostgresStore(SqlStore):
     P, ORDER, PLUS = "%s", "seq", ""
@@ -195,6 +200,9 @@ class PostgresStore(SqlStore):
             db.execute("SET LOCAL maintenance_work_mem = '512MB'")  # the default 64MB makes a 100k build crawl
             for name, column in HNSW:
                 db.execute(f"CREATE INDEX {name} ON memories USING hnsw ({column} vector_ip_ops)")
+            # the planner's statistics now, not at autovacuum's next round: until then it plans for the
+            # empty table and walks the whole namespace through the primary key on every keyword search
+            db.execute("ANALYZE memories")
 
     def _insert(self, db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
         counts: Counter[str] = Counter()
@@ -203,7 +211,7 @@ class PostgresStore(SqlStore):
             for key in VECTOR_COLUMNS:
                 vector = (vectors or {}).get(key)
                 cells += [None, None] if vector is None else [np.asarray(vector, dtype=np.float32), SPECS[key].model]
-            db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *cells, *terms, _length(terms), terms[0],
+            db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *cells, *terms, token_count(terms), terms[0],
                                  terms[1]))
             counts.update(distinct_terms(terms))
         for sql, params in self._count_steps(counts, namespace):
@@ -220,8 +228,8 @@ class PostgresStore(SqlStore):
             db.execute(_UPDATE, (*row_values(memory), memory.id, self.namespace))
             if terms is None:
                 return
-            db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE id=%s",
-                       (*terms, _length(terms), *terms, memory.id))
+            db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} "
+                       "WHERE id=%s AND namespace=%s", (*terms, token_count(terms), *terms, memory.id, self.namespace))
             counts: Counter[str] = Counter(distinct_terms(terms))
             counts.subtract(distinct_terms((old[0], old[1])))
             for sql, params in self._count_steps(counts):
@@ -244,9 +252,13 @@ class PostgresStore(SqlStore):
             (f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s AND namespace=%s",
              (np.asarray(v, dtype=np.float32), SPECS[encoder].model, mid, self.namespace)) for mid, v in rows])
 
-    def occupied(self) -> bool:
-        """Whether the database holds anything of any namespace (a migration needs it empty)."""
-        return bool(self._query("SELECT 1 FROM memories LIMIT 1") or self._query("SELECT 1 FROM gate_log LIMIT 1"))
+    def occupied(self, namespaces: list[str]) -> list[str]:
+        """Which of these namespaces already hold memories or gate-log lines (a migration lands only in empty
+        ones)."""
+        return [r[0] for r in self._query(
+            "SELECT DISTINCT namespace FROM memories WHERE namespace = ANY(%s) UNION "
+            "SELECT DISTINCT namespace FROM gate_log WHERE namespace = ANY(%s) ORDER BY 1",
+            (namespaces, namespaces))]
 
     # -- reads ----------------------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = (), binary: bool = False) -> list[tuple]:
@@ -279,17 +291,17 @@ class PostgresStore(SqlStore):
         if not terms:
             return []
         query = " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
-        rows = self._query("SELECT id, words, grams FROM memories WHERE terms @@ %s::tsquery AND namespace=%s "
+        rows = self._query("SELECT id, words, grams, length FROM memories WHERE terms @@ %s::tsquery AND namespace=%s "
                            "LIMIT %s", (query, self.namespace, self.CANDIDATES))
         wanted = set(terms)
         scored = []
-        for mid, words, grams in rows:
+        for mid, words, grams, length in rows:
             w, g = words.split(), grams.split()
             tf = Counter(t for t in w if t in wanted)
             for t in g:
                 if t in wanted:
                     tf[t] += GRAM_WEIGHT
-            length = (len(w) + len(g)) / avgdl
+            length = length / avgdl
             score = 0.0
             for t, f in tf.items():
                 idf = max(math.log((total - df[t] + 0.5) / (df[t] + 0.5)), 1e-6)

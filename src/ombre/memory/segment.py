@@ -41,6 +41,15 @@ def document(text: str) -> tuple[str, str]:
     return " ".join(words(text)), " ".join(bigrams(text))
 
 
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def token_count(terms: tuple[str, str]) -> int:
+    """A memory's length as SQLite FTS5's unicode61 tokenizer counts it, for BM25 on another backend: a word
+    such as 2024-04-11 is three tokens there, and each bigram one."""
+    return len(_TOKEN.findall(terms[0])) + len(terms[1].split())
+
+
 def query_terms(text: str, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The terms a recall searches for: the query's own, then any added ones (emotion bias)."""
     return list(dict.fromkeys(terms(text) + [t for t in extra if t]))
