@@ -194,7 +194,7 @@ def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, p
     rng = np.random.default_rng(7)
     source = SQLiteStore(tmp_path / "ombre" / "ombre.db")
     rows = []
-    for i in range(2_000):
+    for i in range(10_000):  # the size
         text = f"{CORPUS[i % len(CORPUS)]}，第{i}次提到"
         m = memory(f"m{i:05d}", text, archived=i % 97 == 0, importance=1 + i % 10)
         m.trace = [{"at": "2026-12-01T00:00:00+00:00", "action": "edited", "other": "", "by": "person", "reason": str(i)}]
@@ -212,7 +212,7 @@ def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, p
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     report = js.loads(out.stdout)
-    assert report["memories"] == 2_000 and report["gate_log"] == 1 and report["vectors"] == {"e5": 1_600, "use": 1_600}
+    assert report["memories"] == 10_000 and report["gate_log"] == 1 and report["vectors"] == {"e5": 8_000, "use": 8_000}
     assert hashlib.sha256((tmp_path / "ombre" / "ombre.db").read_bytes()).hexdigest() == before
     target = PostgresStore(url)
     source = SQLiteStore(tmp_path / "ombre" / "ombre.db")
