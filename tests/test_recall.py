@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from ombre.inject.gateway import conversation_key, earlier_turns
-from ombre.memory.breath import NOTHING, BreathRequest, is_relevant
+from ombre.memory.breath import FUSION, NOTHING, BreathRequest, Signals, fuse, is_relevant
 from ombre.memory.embed import USEEmbedder
 from ombre.memory.hold import HoldRequest
 from ombre.memory.query import Query, person_turns
@@ -276,3 +276,19 @@ def test_the_gateway_reads_the_persons_earlier_turns_and_a_conversation_key():
     assert conversation_key(plain) == conversation_key(dict(plain)) and conversation_key(plain).startswith("conv-")
     other = {"messages": [{"role": "user", "content": "另一段对话"}]}
     assert conversation_key(other) != conversation_key(plain)
+
+
+def test_the_memory_that_clearly_answers_leads_and_agreement_orders_the_rest():
+    """Fusion's two blends: `a` stands far out in both encoders (evidence) and goes first; `b` and `c` stand
+    out less, and `b`, which the two encoders rank above `c`, comes next. One evidence-heavy blend for every
+    place would put `c` second on its larger lift."""
+    import dataclasses
+
+    sig = Signals(rankings={"keyword": ["c", "b", "a"], "e5:recent": ["b", "c", "a"], "use:recent": ["b", "c", "a"]},
+                  lift={"e5": {"a": 5.0, "b": 1.0, "c": 2.0}, "use": {"a": 4.0, "b": 1.0, "c": 1.8}})
+    two = dataclasses.replace(FUSION, evidence_share=0.3, head_share=0.9)  # the mechanism, not the tuned values
+    scores = fuse(sig, two)
+    assert sorted(scores, key=lambda m: -scores[m]) == ["a", "b", "c"]
+    single = fuse(sig, dataclasses.replace(two, evidence_share=two.head_share))
+    assert sorted(single, key=lambda m: -single[m]) == ["a", "c", "b"]
+    assert fuse(Signals(), FUSION) == {}

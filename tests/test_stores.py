@@ -121,6 +121,44 @@ def test_vectors_are_stored_found_and_follow_archiving(store):
     assert sorted(store.vectors("use").ids) == ["m0", "m2"]  # the cache saw the change
 
 
+def test_recall_does_not_wait_for_a_hold_in_progress(settings, embedder):
+    """A hold keeps the store's hold lock while it may wait seconds on an arbitration model; a breath from
+    another thread of the same service answers meanwhile, and a second hold waits its turn."""
+    import threading
+
+    from ombre.memory.breath import BreathRequest
+    from ombre.memory.service import MemoryService
+
+    svc = MemoryService(settings, embedder=embedder)
+    try:
+        svc.hold(HoldRequest(content="她对花生过敏，千万别推荐花生", type="偏好"))
+        inside, release, answered = threading.Event(), threading.Event(), {}
+
+        def slow_hold() -> None:
+            with svc.store.exclusive():
+                inside.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=slow_hold)
+        holder.start()
+        assert inside.wait(10)
+        reader = threading.Thread(target=lambda: answered.update(r=svc.breath(BreathRequest(query="花生"))))
+        reader.start()
+        reader.join(10)
+        second_done = threading.Event()
+        writer = threading.Thread(target=lambda: (svc.hold(HoldRequest(content="她养了一只叫年糕的橘猫", type="事件")),
+                                                  second_done.set()))
+        writer.start()
+        assert not second_done.wait(0.5)  # a second hold waits for the first
+        release.set()
+        holder.join(10)
+        writer.join(30)
+        assert "r" in answered and "花生" in answered["r"].render() and second_done.is_set()
+    finally:
+        release.set()
+        svc.close()
+
+
 def test_dates_and_month_days(store):
     store.add(memory("b", "她妹妹的生日", event_date="2020-12-06"), document("她妹妹的生日"))
     store.add(memory("old", "第一次见面", created="2025-12-05T02:00:00+00:00"), document("第一次见面"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -125,7 +126,8 @@ class PostgresStore(SqlStore):
             raise StoreError(f"cannot open the PostgreSQL memory store: {exc}".strip(),
                              hint="check OMBRE_DB (postgresql://user:password@host/dbname) and that the pgvector "
                                   "extension is installed there") from exc
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the connection's: one statement or transaction at a time
+        self._holding = threading.RLock()
         self._cache: dict[str, tuple[str | None, VectorIndex]] = {}
         self._stats_cache: tuple[str | None, tuple[int, float]] | None = None
 
@@ -146,14 +148,17 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
-        # this process's threads share one connection and take its lock; other services wait on the advisory
-        # lock (a session lock: the hold inside runs several transactions)
-        with self._lock:
-            self._db.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
+        # One hold at a time in this process (_holding) and across services (a session advisory lock: the
+        # hold inside runs several transactions). Not the connection lock: a hold may wait seconds on an
+        # arbitration model, and recall must not wait with it. So the advisory lock is tried, never waited
+        # for on the shared connection.
+        with self._holding:
+            while not self._query("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))[0][0]:
+                time.sleep(0.02)
             try:
                 yield
             finally:
-                self._db.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
+                self._query("SELECT pg_advisory_unlock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
 
     # -- writes ---------------------------------------------------------------------------------------
     @contextmanager

@@ -60,16 +60,18 @@ class SQLiteStore(SqlStore):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the memory database {self.path}: {exc}",
                              hint="check OMBRE_HOME and that the file is a SQLite database") from exc
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the connection's: one statement or transaction at a time
+        self._holding = threading.RLock()
         self._cache: dict[str, tuple[int, VectorIndex]] = {}
         self._generation = 0
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
-        # this process's threads take the store lock; other processes (a CLI beside `ombre serve`) a file lock
+        # this process's threads take the hold lock; other processes (a CLI beside `ombre serve`) a file lock.
+        # Not the connection lock: a hold may wait seconds on an arbitration model, and recall must not.
         import fcntl
 
-        with self._lock, open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+        with self._holding, open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
