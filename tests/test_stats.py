@@ -103,3 +103,17 @@ def test_a_forged_copy_is_not_billed_twice_and_swaps_and_background_spend_are_on
     assert feb12["background_calls"] == 1 and feb12["background_cost"] == pytest.approx(1.0 + 0.5)
     recent = stats(tmp_path, claude, "--days", "1")
     assert [d["day"] for d in recent["days"]] == [today] and recent["total"]["requests"] == 0
+
+
+def test_a_weeks_bill_reads_only_the_files_written_that_week(tmp_path, claude):
+    """Months of transcripts are not read for this week's bill (the dashboard asks on every load): a file
+    last written before the window cannot hold a line inside it."""
+    import time
+
+    files = sorted((claude / "projects").rglob("*.jsonl"))
+    old = time.time() - 400 * 86400
+    for p in files:
+        os.utime(p, (old, old))
+    os.utime(files[0], None)  # written just now
+    assert stats(tmp_path, claude, "--days", "7")["files"] == 1
+    assert stats(tmp_path, claude)["files"] == len(files) > 1

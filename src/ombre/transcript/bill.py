@@ -131,13 +131,19 @@ def _request(line: dict) -> tuple[str, Request] | None:
                         _int(usage.get("output_tokens")))
 
 
-def requests(projects_dir: Path, written: set[str] = frozenset()) -> tuple[list[Request], int]:
+def requests(projects_dir: Path, written: set[str] = frozenset(),
+             since: float | None = None) -> tuple[list[Request], int]:
     """Every billed reply under the projects folder, once each, oldest first; and how many files were read.
 
     `written` are the session ids Ombre wrote (forge, diet): their copies of earlier replies carry usage reset
-    for the new window, not what was billed, so a reply found in an original file is counted from there."""
+    for the new window, not what was billed, so a reply found in an original file is counted from there.
+    `since` (epoch seconds) passes over files last written before it: none of their lines can be later, and
+    a person's months of transcripts need not be read for this week's bill (the dashboard asks on every
+    load)."""
     seen: dict[str, Request] = {}
     files = sorted(projects_dir.glob("**/*.jsonl")) if projects_dir.is_dir() else []
+    if since is not None:
+        files = [p for p in files if _mtime(p) >= since]
     originals = [p for p in files if p.stem not in written]
     copies = [p for p in files if p.stem in written]
     for path in originals + copies:
@@ -172,6 +178,13 @@ def requests(projects_dir: Path, written: set[str] = frozenset()) -> tuple[list[
     return sorted(seen.values(), key=lambda r: r.at), len(files)
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("inf")  # let the read say what is wrong with it
+
+
 def _local_day(stamp: str, zone: ZoneInfo) -> tuple[str, str] | None:
     moment = parse_timestamp(stamp)
     if moment is None:
@@ -186,9 +199,13 @@ def compute(settings: Settings, days: int | None = None, now: dt.datetime | None
         raise UsageError(f"{days} is not a number of days", hint="give 1 or more, or leave it out for all")
     zone = ZoneInfo(settings.tz)
     now = now or dt.datetime.now(dt.timezone.utc)
-    first = (now.astimezone(zone).date() - dt.timedelta(days=days - 1)).isoformat() if days else ""
+    first_day = now.astimezone(zone).date() - dt.timedelta(days=days - 1) if days else None
+    first = first_day.isoformat() if first_day else ""
+    # a day's margin before the window: a clock that was off when a file was written
+    since = (dt.datetime.combine(first_day, dt.time(), zone) - dt.timedelta(days=1)).timestamp() if first_day else None
     runs = history.read(settings.history_log, limit=100_000)
-    all_requests, files = requests(settings.projects_dir, {str(e["new_sid"]) for e in runs if e.get("new_sid")})
+    all_requests, files = requests(settings.projects_dir, {str(e["new_sid"]) for e in runs if e.get("new_sid")},
+                                   since)
     by_day: dict[str, Day] = {}
 
     def day(d: str) -> Day:
