@@ -104,6 +104,41 @@ def test_keyword_scores_are_the_same_numbers_on_both_backends(tmp_path, postgres
         pg.close()
 
 
+def test_a_large_store_ranks_keywords_exactly_as_sqlite_does(tmp_path, postgres):
+    """Past a few thousand memories PostgreSQL's search stops before the common terms (max-score pruning);
+    its top results and scores must still be FTS5's, for rare and common queries alike."""
+    import random
+
+    from ombre.memory.postgres_store import PostgresStore
+    from ombre.memory.sqlite_store import SQLiteStore
+
+    rng = random.Random(3)
+    people = ["妈妈", "爸爸", "妹妹", "小林", "阿杰", "外婆", "室友", "老板"]
+    # sixty things, two a memory: each in about 3 % of the memories, under the 5 % past which a term is
+    # dropped as common, so a query of a few of them matches more memories than any one fetch should read
+    things = ("桂花乌龙 火锅 爬山 面试 体检 搬家 生日 年糕 花生 考研 跑步 电影 加班 猫粮 周末 周三 早起 失眠 咖啡 雨天 "
+              "钢琴 游泳 地铁 高铁 外卖 奶茶 烧烤 羽毛球 瑜伽 读书 追剧 相亲 婚礼 医院 牙医 驾照 雅思 报税 房租 "
+              "年假 出差 会议 周报 绩效 跳槽 红包 春节 中秋 端午 国庆 腊八 元宵 清明 重阳 七夕 圣诞 跨年 露营 滑雪").split()
+    texts = []
+    for i in range(16_000):
+        a, b = rng.choice(people), rng.sample(things, 2)
+        texts.append(f"{a}说{b[0]}的事，还有{b[1]}，第{i % 97}回")
+    lite, pg = SQLiteStore(tmp_path / "a.db"), PostgresStore(fresh_database(postgres))
+    try:
+        rows = [(memory(f"m{i:05d}", t), document(t), None) for i, t in enumerate(texts)]
+        lite.add_many(rows)
+        pg.load({pg.namespace: (rows, [], {})})
+        for q in ("外婆的雨天", "阿杰 花生 猫粮", "妈妈周末爬山吗", "第42回", "桂花乌龙和火锅", "老板 加班 失眠 咖啡 早起",
+                  "钢琴 游泳 地铁 高铁 外卖 奶茶"):
+            a, b = lite.keyword_search(query_terms(q), 50), pg.keyword_search(query_terms(q), 50)
+            assert np.allclose([x for _, x in a], [x for _, x in b], rtol=1e-9), q
+            tied = {round(x, 9) for _, x in a[-1:]}  # the last place may be one of several equal scores
+            assert [i for i, x in a if round(x, 9) not in tied] == [i for i, x in b if round(x, 9) not in tied], q
+    finally:
+        lite.close()
+        pg.close()
+
+
 def test_vectors_are_stored_found_and_follow_archiving(store):
     rng = np.random.default_rng(1)
     for i, text in enumerate(CORPUS[:4]):

@@ -103,6 +103,21 @@ def _array(value) -> np.ndarray:
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
 
+def _any(terms: list[str]) -> str:
+    """A tsquery matching any of the terms, each a quoted lexeme (no term is read as query syntax)."""
+    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+def _bm25(words: str, grams: str, length: float, idf: dict[str, float]) -> float:
+    """FTS5's bm25(1.0, 0.25) of one memory: words count 1, bigrams a quarter; `length` relative to the
+    average."""
+    tf: Counter[str] = Counter(t for t in words.split() if t in idf)
+    for t in grams.split():
+        if t in idf:
+            tf[t] += GRAM_WEIGHT
+    return sum(idf[t] * f * (K1 + 1) / (f + K1 * (1 - B + B * length)) for t, f in tf.items())
+
+
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s AND namespace=%s"
 class PostgresStore(SqlStore):
     P, ORDER, PLUS = "%s", "seq", ""
@@ -274,7 +289,8 @@ class PostgresStore(SqlStore):
             except self._psycopg.Error as exc:
                 raise StoreError(f"memory database read failed: {exc}", hint="check OMBRE_DB") from exc
 
-    CANDIDATES = 2_000  # rows scored per search: the GIN index finds them, BM25 ranks them
+    ROWS_PER_FETCH = 500  # rare terms are fetched together while they match about this many memories
+    MOST_ROWS = 50_000  # a backstop for a search whose terms are all common in a huge store
 
     def _stats(self) -> tuple[int, float]:
         """How many memories, of what average length: read again only after a write that changed them (every
@@ -287,31 +303,41 @@ class PostgresStore(SqlStore):
         return self._stats_cache[1]
 
     def keyword_search(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
-        """BM25 over words (and bigrams at a quarter weight), as the SQLite store ranks with FTS5."""
+        """BM25 over words (and bigrams at a quarter weight), the scores SQLite's FTS5 gives, and the same top
+        `limit` at any size without scoring every match (max-score pruning).
+
+        The terms are taken rarest first, a few at a time, and the memories holding them (found by the GIN
+        index, never the same memory twice) are scored on every term. A term adds less than idf·(k1+1) to
+        any memory's score, so once the limit-th best score reaches what the terms not yet taken could add
+        together, no memory holding only those can enter the top: the search stops. Common terms are then
+        never fetched — in a large store they match thousands of memories."""
         if not terms:
             return []
         total, avgdl = self._stats()
         df = self._document_frequencies(terms)  # BM25 needs them in a store of any size
-        terms = [t for t in self._rarest(terms, df, total) if df.get(t)]
-        if not terms:
+        order = sorted((t for t in self._rarest(terms, df, total) if df.get(t)), key=lambda t: (df[t], t))
+        if not order:
             return []
-        query = " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
-        rows = self._query("SELECT id, words, grams, length FROM memories WHERE terms @@ %s::tsquery AND namespace=%s "
-                           "LIMIT %s", (query, self.namespace, self.CANDIDATES))
-        wanted = set(terms)
-        scored = []
-        for mid, words, grams, length in rows:
-            w, g = words.split(), grams.split()
-            tf = Counter(t for t in w if t in wanted)
-            for t in g:
-                if t in wanted:
-                    tf[t] += GRAM_WEIGHT
-            length = length / avgdl
-            score = 0.0
-            for t, f in tf.items():
-                idf = max(math.log((total - df[t] + 0.5) / (df[t] + 0.5)), 1e-6)
-                score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length))
-            scored.append((mid, score))
+        idf = {t: max(math.log((total - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in order}
+        scored: list[tuple[str, float]] = []
+        taken = fetched = 0
+        while taken < len(order) and fetched < self.MOST_ROWS:
+            end, rows_ahead = taken + 1, df[order[taken]]
+            while end < len(order) and rows_ahead + df[order[end]] <= self.ROWS_PER_FETCH:
+                rows_ahead += df[order[end]]
+                end += 1
+            sql = "SELECT id, words, grams, length FROM memories WHERE namespace=%s AND terms @@ %s::tsquery"
+            params: tuple = (self.namespace, _any(order[taken:end]))
+            if taken:
+                sql += " AND NOT terms @@ %s::tsquery"
+                params += (_any(order[:taken]),)
+            rows = self._query(sql, params)
+            fetched += len(rows)
+            scored += [(mid, _bm25(words, grams, length / avgdl, idf)) for mid, words, grams, length in rows]
+            taken = end
+            left = (K1 + 1) * sum(idf[t] for t in order[taken:])
+            if len(scored) >= limit and sorted((x for _, x in scored), reverse=True)[limit - 1] >= left:
+                break
         scored.sort(key=lambda r: (-r[1], r[0]))
         return scored[:limit]
 
