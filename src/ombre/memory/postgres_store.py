@@ -289,8 +289,12 @@ class PostgresStore(SqlStore):
             except self._psycopg.Error as exc:
                 raise StoreError(f"memory database read failed: {exc}", hint="check OMBRE_DB") from exc
 
-    ROWS_PER_FETCH = 500  # rare terms are fetched together while they match about this many memories
-    MOST_ROWS = 50_000  # a backstop for a search whose terms are all common in a huge store
+    ROWS_PER_FETCH = 2_000  # the rarest terms go in one query while they match about this many memories
+    # Rows read at most per search. The pruning often ends before; when the terms are all fairly common in
+    # a large store it would not, and reading every match cost 100k memories a p95 of 640 ms
+    # (bench/breath_latency.py). Past this the memories of the rarest terms are the ones ranked (before the
+    # pruning, an arbitrary 2,000 matches were).
+    MOST_ROWS = 2_000
 
     def _stats(self) -> tuple[int, float]:
         """How many memories, of what average length: read again only after a write that changed them (every
@@ -304,7 +308,7 @@ class PostgresStore(SqlStore):
 
     def keyword_search(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
         """BM25 over words (and bigrams at a quarter weight), the scores SQLite's FTS5 gives, and the same top
-        `limit` at any size without scoring every match (max-score pruning).
+        `limit` without scoring every match (max-score pruning; exact unless it would read past MOST_ROWS).
 
         The terms are taken rarest first, a few at a time, and the memories holding them (found by the GIN
         index, never the same memory twice) are scored on every term. A term adds less than idf·(k1+1) to
