@@ -91,3 +91,38 @@ def test_the_dashboard_shows_only_the_tokens_namespace(site):
     with httpx.Client(timeout=30) as browser:
         page = browser.get(f"{server.url}/ui/memories?token={tokens['kid']}")
         assert page.status_code == 200 and "芒果" not in page.text
+
+
+def test_one_service_answers_many_people_on_one_postgresql_connection(tmp_path, postgres):
+    """Each namespace a service answers reads and writes through the service's one connection: six people
+    do not take six of the server's connections (PostgreSQL allows 100 by default), and each still sees
+    only their own memories."""
+    import psycopg
+
+    url = fresh_database(postgres)
+    extra = {"OMBRE_VECTORS": "0", "OMBRE_DB": url}
+    env = {**ombre_env(tmp_path, **extra), "OMBRE_URL": "http://127.0.0.1:9"}
+    tokens = []
+    for i in range(6):
+        out = subprocess.run(OMBRE + ["namespace", "add", f"p{i}", "--json"], env=env, capture_output=True, text=True,
+                             timeout=120)
+        tokens.append(json.loads(out.stdout)["token"])
+    server = Server(tmp_path, token="admin-token", env=extra)
+
+    def connections() -> int:
+        with psycopg.connect(url) as db:
+            return db.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                              "AND pid <> pg_backend_pid()").fetchone()[0]
+
+    try:
+        assert call(server, "admin-token", "/v1/breath", {"query": "桂花乌龙"}).status_code == 200
+        before = connections()
+        for i, token in enumerate(tokens):
+            held = call(server, token, "/v1/hold", {"content": f"第{i}个人最喜欢桂花乌龙", "quote": "我最喜欢桂花乌龙"})
+            assert held.json()["stored"], held.text
+        for i, token in enumerate(tokens):
+            found = call(server, token, "/v1/breath", {"query": "桂花乌龙"}).json()
+            assert [c["content"] for c in found["cards"]] == [f"第{i}个人最喜欢桂花乌龙"]
+        assert connections() == before
+    finally:
+        server.stop()

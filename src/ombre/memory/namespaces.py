@@ -31,7 +31,7 @@ def add(service: MemoryService, name: str) -> str:
 class Tenants:
     """The memory services one `ombre serve` answers from, one per namespace, sharing the loaded models."""
 
-    def __init__(self, default: MemoryService, open_service: Callable[[Settings], MemoryService]) -> None:
+    def __init__(self, default: MemoryService, open_service: Callable[..., MemoryService]) -> None:
         self.default = default
         self._open = open_service
         self._services: dict[str, MemoryService] = {default.settings.namespace: default}
@@ -54,7 +54,8 @@ class Tenants:
         with self._lock:
             service = self._services.get(namespace)
             if service is None:
-                service = self._open(replace(self.default.settings, namespace=namespace))
+                service = self._open(replace(self.default.settings, namespace=namespace),
+                                     store=self.default.store.beside(namespace))
                 service.share_encoders(self.default)
                 self._services[namespace] = service
             return service

@@ -122,8 +122,15 @@ _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=
 class PostgresStore(SqlStore):
     P, ORDER, PLUS = "%s", "seq", ""
 
-    def __init__(self, url: str, namespace: str = "default") -> None:
+    def __init__(self, url: str, namespace: str = "default", *, share: "PostgresStore | None" = None) -> None:
         self.namespace = namespace  # every row this store reads or writes belongs to it
+        self._cache: dict[str, tuple[str | None, VectorIndex]] = {}
+        self._stats_cache: tuple[str | None, tuple[int, float]] | None = None
+        self._holding = threading.RLock()
+        if share is not None:  # another namespace on the same connection (see beside)
+            self.url, self._psycopg, self._db, self._lock, self._owner = url, share._psycopg, share._db, share._lock, False
+            return
+        self._owner = True
         try:
             import psycopg
             from pgvector.psycopg import register_vector
@@ -142,9 +149,6 @@ class PostgresStore(SqlStore):
                              hint="check OMBRE_DB (postgresql://user:password@host/dbname) and that the pgvector "
                                   "extension is installed there") from exc
         self._lock = threading.RLock()  # the connection's: one statement or transaction at a time
-        self._holding = threading.RLock()
-        self._cache: dict[str, tuple[str | None, VectorIndex]] = {}
-        self._stats_cache: tuple[str | None, tuple[int, float]] | None = None
 
     def _migrate(self) -> list[str]:
         applied = []
@@ -361,6 +365,14 @@ class PostgresStore(SqlStore):
             cached = self._cache[encoder] = (version, VectorIndex([r[0] for r in rows], matrix))
         return cached[1]
 
+    def beside(self, namespace: str) -> "PostgresStore":
+        """Another namespace on this store's connection: a service answering many people holds one
+        connection, not one a person (PostgreSQL allows 100 by default). Its holds lock their own namespace;
+        it never closes the connection (the first store does)."""
+        return PostgresStore(self.url, namespace, share=self)
+
     def close(self) -> None:
+        if not self._owner:
+            return
         with self._lock:
             self._db.close()

@@ -197,6 +197,9 @@ class SQLiteStore(SqlStore):
             cached = self._cache[encoder] = (version, VectorIndex([r[0] for r in rows], matrix))
         return cached[1]
 
+    def beside(self, namespace: str) -> "SQLiteStore":
+        return SQLiteStore(self.path, namespace)
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

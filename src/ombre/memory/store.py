@@ -61,6 +61,10 @@ class MemoryStore(Protocol):
 
     def namespaces(self) -> list[tuple[str, int, int]]: ...
 
+    def beside(self, namespace: str) -> "MemoryStore":
+        """The same database, read and written as another namespace (one service answering several)."""
+        ...
+
     def exclusive(self) -> AbstractContextManager[None]:
         """Held around a write that reads before it writes (a hold: the duplicate check, arbitration and the
         scarcity caps), so two services or processes on one store cannot both pass a cap."""
