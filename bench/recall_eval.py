@@ -202,11 +202,17 @@ def only(fusion: Fusion, encoder: str) -> Fusion:
         evidence=tuple((n, w if n == encoder else 0.0) for n, w in fusion.evidence))
 
 
+def part_orders(fusion: Fusion) -> dict:
+    """Each part the fusion is made of, as the ranking it gives a case: every single signal, and each
+    encoder over its forms."""
+    cols = {s: (lambda r, s=s: r["rank"].get(s, [])) for s in SIGNALS}
+    cols.update({f"{enc} alone": fused_order(only(fusion, enc)) for enc in ("e5", "use")})
+    return cols
+
+
 def parts(rows: list[dict], fusion: Fusion) -> dict[str, tuple[float, float]]:
-    """R@1/R@5 of each part the fusion is made of: every single signal, and each encoder over its forms."""
-    cols = [(s, lambda r, s=s: r["rank"].get(s, [])) for s in SIGNALS]
-    cols += [(f"{enc} alone", fused_order(only(fusion, enc))) for enc in ("e5", "use")]
-    return {name: score(rows, f) for name, f in cols}
+    """R@1/R@5 of each part (part_orders)."""
+    return {name: score(rows, f) for name, f in part_orders(fusion).items()}
 
 
 def leads(per_set: dict[str, list[dict]], fusion: Fusion) -> dict[str, tuple[float, float]]:
@@ -222,9 +228,8 @@ def leads(per_set: dict[str, list[dict]], fusion: Fusion) -> dict[str, tuple[flo
 def lead_intervals(rows: list[dict], fusion: Fusion, draws: int = 2000) -> list[tuple[float, float]]:
     """How sure a lead is: a paired bootstrap of fused minus the best part (per k), over the set's cases."""
     rows = [r for r in rows if r["case"].gold]
-    named = parts(rows, fusion)
-    cols = {s: (lambda r, s=s: r["rank"].get(s, [])) for s in SIGNALS}
-    cols.update({f"{enc} alone": fused_order(only(fusion, enc)) for enc in ("e5", "use")})
+    cols = part_orders(fusion)
+    named = {name: score(rows, f) for name, f in cols.items()}
     fused = fused_order(fusion)
     rng = np.random.default_rng(0)
     picks = [rng.integers(0, len(rows), len(rows)) for _ in range(draws)]

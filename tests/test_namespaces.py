@@ -15,6 +15,14 @@ from tests.servers import OMBRE, Server, ombre_env
 from tests.conftest import fresh_database
 
 
+def add_namespace(env: dict, name: str) -> str:
+    """`ombre namespace add NAME`, as a person runs it: the new token."""
+    out = subprocess.run(OMBRE + ["namespace", "add", name, "--json"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["token"]
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def site(request, tmp_path):
     extra = {"OMBRE_VECTORS": "0"}
@@ -22,13 +30,7 @@ def site(request, tmp_path):
         extra["OMBRE_DB"] = fresh_database(request.getfixturevalue("postgres"))
     env = {**ombre_env(tmp_path, **extra), "OMBRE_URL": "http://127.0.0.1:9"}
 
-    def token(name: str) -> str:
-        out = subprocess.run(OMBRE + ["namespace", "add", name, "--json"], env=env, capture_output=True, text=True,
-                             timeout=120)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)["token"]
-
-    tokens = {"mum": token("mum"), "kid": token("kid")}
+    tokens = {"mum": add_namespace(env, "mum"), "kid": add_namespace(env, "kid")}
     server = Server(tmp_path, token="admin-token", env=extra)
     yield server, tokens, env
     server.stop()
@@ -102,11 +104,7 @@ def test_one_service_answers_many_people_on_one_postgresql_connection(tmp_path, 
     url = fresh_database(postgres)
     extra = {"OMBRE_VECTORS": "0", "OMBRE_DB": url}
     env = {**ombre_env(tmp_path, **extra), "OMBRE_URL": "http://127.0.0.1:9"}
-    tokens = []
-    for i in range(6):
-        out = subprocess.run(OMBRE + ["namespace", "add", f"p{i}", "--json"], env=env, capture_output=True, text=True,
-                             timeout=120)
-        tokens.append(json.loads(out.stdout)["token"])
+    tokens = [add_namespace(env, f"p{i}") for i in range(6)]
     server = Server(tmp_path, token="admin-token", env=extra)
 
     def connections() -> int:

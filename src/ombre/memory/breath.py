@@ -257,6 +257,8 @@ def fuse(signals: Signals, fusion: Fusion = FUSION) -> dict[str, float]:
         for r, mid in enumerate(ids, start=1):
             rank[mid] += w / (fusion.k + r)
     candidates = signals.candidates()
+    if not candidates:
+        return {}
     evidence = {mid: 0.0 for mid in candidates}
     for name, shares in signals.keyword.items():
         w = fusion.evidence_weight(name)
@@ -267,8 +269,6 @@ def fuse(signals: Signals, fusion: Fusion = FUSION) -> dict[str, float]:
         for mid in candidates:
             evidence[mid] += w * lifts.get(mid, 0.0)
     rank_s, evidence_s = _scaled({mid: rank.get(mid, 0.0) for mid in candidates}), _scaled(evidence)
-    if not candidates:
-        return {}
     share, head_share = fusion.evidence_share, fusion.head_share
     out = {mid: (1 - share) * rank_s[mid] + share * evidence_s[mid] for mid in candidates}
     head = max(sorted(candidates), key=lambda mid: (1 - head_share) * rank_s[mid] + head_share * evidence_s[mid])

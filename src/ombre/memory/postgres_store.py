@@ -14,6 +14,7 @@ embedded SQLite store, so nothing above it changes.
 """
 from __future__ import annotations
 
+import heapq
 import math
 import threading
 import time
@@ -344,10 +345,9 @@ class PostgresStore(SqlStore):
             scored += [(mid, _bm25(words, grams, length / avgdl, idf)) for mid, words, grams, length in rows]
             taken = end
             left = (K1 + 1) * sum(idf[t] for t in order[taken:])
-            if len(scored) >= limit and sorted((x for _, x in scored), reverse=True)[limit - 1] >= left:
+            if len(scored) >= limit and heapq.nlargest(limit, (x for _, x in scored))[-1] >= left:
                 break
-        scored.sort(key=lambda r: (-r[1], r[0]))
-        return scored[:limit]
+        return heapq.nsmallest(limit, scored, key=lambda r: (-r[1], r[0]))
 
     def vectors(self, encoder: str = "e5") -> VectorIndex:
         # Another service may have written: the cache holds while vectors_version is unchanged (every write
