@@ -4,13 +4,15 @@ snippets go through that model backend, talking to a fake server that speaks the
 answers each snippet's labelled items — a proof of the plumbing (prompt, JSON, quote check), not of a model.
 
 With --examples the rules run with the labelled examples' vote (write/distill_rules.py: the USE encoder,
-examples from src/ombre/write/distill_examples.jsonl); --export rewrites that file from the dev split.
+examples from src/ombre/write/distill_examples.jsonl); --export rewrites that file from the dev split, and
+--cv chooses the vote's threshold by grouped cross-validation on dev.
 
-    python bench/distill_eval.py [--errors dev] [--backend rules|anthropic|openai] [--examples] [--export]
+    python bench/distill_eval.py [--errors dev] [--backend rules|anthropic|openai] [--examples] [--export] [--cv]
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
@@ -23,15 +25,15 @@ from ombre.settings import Settings  # noqa: E402
 from ombre.write import distill_rules  # noqa: E402
 from ombre.write.async_distill import model_candidates, rules_candidates  # noqa: E402
 from ombre.write.llm import from_settings  # noqa: E402
-from tests.distill_score import _match, by_category, load, score  # noqa: E402
+from tests.distill_score import Score, by_category, load, score  # noqa: E402
 
 KINDS = {"promise_asked": "承诺", "standing_rule": "规则", "food_allergy": "偏好", "names": "关系",
          "fear_secret": "感受", "family_event": "事件", "plan_event": "事件", "preference_fact": "偏好"}
 
 
-def export(cases, path: Path) -> int:
-    """Every clause of the dev split's person turns, labelled keep or not, with the kind its snippet's
-    category names (the examples the rules' vote reads)."""
+def example_rows(cases) -> list[tuple[str, dict]]:
+    """(snippet id, row) for every clause of the cases' person turns, labelled keep or not (by the second
+    reading too), with the kind its snippet's category names: the examples the rules' vote reads."""
     rows, seen = [], set()
     for c in cases:
         for t in c.turns:
@@ -41,10 +43,61 @@ def export(cases, path: Path) -> int:
                 if clause in seen:
                     continue
                 seen.add(clause)
-                keep = any(_match(clause, e) for e in c.expect)
-                rows.append({"text": clause, "keep": keep, "kind": KINDS.get(c.category, "") if keep else ""})
+                keep = c.accepts(clause)
+                rows.append((c.id, {"text": clause, "keep": keep, "kind": KINDS.get(c.category, "") if keep else ""}))
+    return rows
+
+
+def export(cases, path: Path) -> int:
+    rows = [row for _, row in example_rows(cases)]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return len(rows)
+
+
+class _Remembered:
+    """An encoder that embeds each text once, however many folds ask for it."""
+
+    def __init__(self, encoder) -> None:
+        self.encoder, self.known = encoder, {}
+
+    def passages(self, texts):
+        import numpy as np
+
+        new = [t for t in dict.fromkeys(texts) if t not in self.known]
+        if new:
+            self.known.update(zip(new, self.encoder.passages(new)))
+        return np.array([self.known[t] for t in texts])
+
+
+def cross_validate(dev, thresholds=(0.5, 0.6, 0.7, 0.8, 0.9), folds=5) -> None:
+    """The vote's threshold by grouped k-fold cross-validation on dev: each fold's snippets are distilled
+    with a vote over the other folds' clauses only, so no snippet votes for itself."""
+    from ombre.memory.embed import USEEmbedder
+
+    fold = lambda cid: hashlib.sha1(f"fold:{cid}".encode()).digest()[0] % folds  # noqa: E731
+    rows, encoder = example_rows(dev), _Remembered(USEEmbedder())
+    print(f"grouped {folds}-fold cross-validation on dev ({len(dev)} snippets, {len(rows)} clauses)")
+    for threshold in (None, *thresholds):
+        total = Score()
+        for k in range(folds):
+            examples = None if threshold is None else \
+                distill_rules.Examples(encoder, [row for cid, row in rows if fold(cid) != k])
+            s = score(lambda turns: rules_candidates(turns, examples, add_from=threshold),
+                      [c for c in dev if fold(c.id) == k])
+            for name in ("produced", "right", "expected", "captured"):
+                setattr(total, name, getattr(total, name) + getattr(s, name))
+        f1 = 2 * total.precision * total.recall / (total.precision + total.recall)
+        print(f"  {'cues alone' if threshold is None else f'vote from {threshold}':<14} precision "
+              f"{total.precision:.3f}  recall {total.recall:.3f}  F1 {f1:.3f}")
+
+
+def _by_set(cases) -> dict[str, list]:
+    """The test split by when it was written: sets a-d, beside which the cues were tuned since #15 began,
+    and sets e-f, written later."""
+    groups: dict[str, list] = {}
+    for c in cases:
+        groups.setdefault("sets a-d" if c.id[0] in "abcd" else "sets e-f", []).append(c)
+    return dict(sorted(groups.items()))
 
 
 def _line(name: str, s) -> str:
@@ -87,8 +140,12 @@ def main() -> None:
     ap.add_argument("--backend", default="rules", choices=["rules", "anthropic", "openai"])
     ap.add_argument("--examples", action="store_true", help="the rules with the labelled examples' vote (USE)")
     ap.add_argument("--export", action="store_true", help="rewrite the examples file from the dev split")
+    ap.add_argument("--cv", action="store_true", help="choose the vote's threshold by cross-validation on dev")
     args = ap.parse_args()
     cases = load()
+    if args.cv:
+        cross_validate([c for c in cases if c.split == "dev"])
+        return
     if args.export:
         n = export([c for c in cases if c.split == "dev"], distill_rules.EXAMPLES)
         print(f"wrote {n} example clauses to {distill_rules.EXAMPLES}")
@@ -105,9 +162,13 @@ def main() -> None:
     print(f"{label}: {len(cases)} labelled snippets ({sum(len(c.expect) for c in cases)} things worth "
           f"keeping; the rest questions, cancelled plans, jokes, moods, guesses, the assistant's own words), "
           f"split once by id: dev {len(dev)}, test {len(test)}")
-    print(_line("distill dev", score(extract, dev)))
-    print(_line("distill test", score(extract, test)))
-    print("\ntest split by category")
+    for reading, strict in (("with the second reading", False), ("strict (first reading only)", True)):
+        print(reading)
+        print(_line("distill dev", score(extract, dev, strict)))
+        print(_line("distill test", score(extract, test, strict)))
+        for name, group in _by_set(test).items():
+            print(_line(f"  test {name}", score(extract, group, strict)))
+    print("\ntest split by category (with the second reading)")
     for name, s in by_category(extract, test).items():
         print(f"  {name:<16} n {s.cases:>3}  precision {s.precision:.3f} ({s.right}/{s.produced})  "
               f"recall {s.recall:.3f} ({s.captured}/{s.expected})")

@@ -42,6 +42,13 @@ def test_rules_on_the_labelled_snippets():
     [("assistant", "我答应你以后每天都跟你说早安，我记得你对芒果过敏"), ("person", "嗯嗯")],
     [("assistant", "你是不是不喜欢下雨天？"), ("person", "哈哈 可能吧")],
     [("person", "如果我养猫的话就叫它年糕")],
+    [("person", "你觉得我该不该跟他提分手")],  # an A-not-A question with no question mark
+    [("person", "西瓜到底碰得碰不得")],
+    [("person", "腊月二十三是小年还是二十四是小年")],
+    [("person", "万一我中了五百万 第一件事就是辞职")],  # a condition's scope is the rest of the turn
+    [("person", "下周六我要去北京面试 哈哈骗你的")],  # taken back as a joke
+    [("person", "我们本来约好周末视频的，他临时加班，取消了")],
+    [("person", "这周五请假陪我妈去体检"), ("person", "我妈说她自己去 不用我了")],
 ])
 def test_questions_cancelled_plans_and_the_assistants_words_are_never_distilled(turns):
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
@@ -54,6 +61,26 @@ def test_a_request_asked_nicely_is_kept_and_a_replacement_plan_survives_its_canc
     plan = rules_candidates([Turn("person", "明天晚上要跟同事去吃火锅", "u0"), Turn("assistant", "好耶", "u1"),
                              Turn("person", "群里说取消了 改成后天中午吃烤肉", "u2")])
     assert [c.quote for c in plan] == ["改成后天中午吃烤肉"]
+
+
+@pytest.mark.parametrize("turns, kept", [
+    # a new version of a request replaces the old one
+    ([("person", "每天提醒我喝八杯水 可以不"), ("assistant", "可以"), ("person", "诶八杯太多了 改成每天提醒我喝六杯吧")],
+     ["改成每天提醒我喝六杯吧"]),
+    ([("person", "以后叫我阿杰"), ("assistant", "好的阿杰。"), ("person", "算了还是叫我杰哥吧")], ["算了还是叫我杰哥吧"]),
+    ([("person", "你答应我每天早上七点叫我起床哈"), ("assistant", "好"), ("person", "不对不对，每天早上七点半叫我")],
+     ["每天早上七点半叫我"]),
+    # traditional characters read as simplified; the quote stays as typed
+    ([("person", "我對芒果過敏")], ["我對芒果過敏"]),
+    # the time the person gives when the assistant asks about a request
+    ([("person", "宝宝满月那天你记得提醒我拍照 答应我哈"), ("assistant", "满月是哪天呀？"), ("person", "下个月12号")],
+     ["宝宝满月那天你记得提醒我拍照", "下个月12号"]),
+    # a request that asks the companion to put a question to the person is a request
+    ([("person", "每次下播你都问我一句今天嗓子咋样 能做到不")], ["每次下播你都问我一句今天嗓子咋样"]),
+])
+def test_corrections_replacements_answers_and_traditional_characters(turns, kept):
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert sorted(c.quote for c in got) == sorted(kept), got
 
 
 class Chat:

@@ -73,11 +73,15 @@ class DistillResult:
         return asdict(self)
 
 
-def rules_candidates(turns: list[Turn], examples: distill_rules.Examples | None = None) -> list[Candidate]:
+def rules_candidates(turns: list[Turn], examples: distill_rules.Examples | None = None,
+                     add_from: float | None = None) -> list[Candidate]:
     """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed."""
     person = [(n, t.text) for n, t in enumerate(turns) if t.who == "person"]
+    # the person turns that answer a question of the assistant's ("满月是哪天呀" → "下个月12号")
+    answers = {n for n, t in enumerate(turns) if t.who == "person" and n and turns[n - 1].who == "assistant"
+               and distill_rules.asks(turns[n - 1].text)}
     return [Candidate(kept.kind, clause, clause, kept.importance, turns[n].uuid, turns[n].when)
-            for kept, clause, n in distill_rules.candidates(person, examples)]
+            for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from)]
 
 
 def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
