@@ -290,3 +290,16 @@ def test_the_examples_vote_keeps_what_the_cues_miss_and_never_a_question(tmp_pat
     turns = [Turn("person", "读的材料", "u0"), Turn("person", "今天好闷热", "u1"), Turn("person", "你读的什么专业？", "u2")]
     assert rules_candidates(turns) == []  # the cues alone know none of them
     assert [c.quote for c in rules_candidates(turns, examples)] == ["读的材料"]
+
+
+def test_a_cancel_later_in_the_turn_takes_back_what_the_examples_proposed(tmp_path):
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    rows = [{"text": t, "keep": True, "kind": "事件"} for t in ("周六那个同学聚会", "周日那个公司年会", "周五那个客户饭局")]
+    rows += [{"text": t, "keep": False, "kind": ""} for t in ("今天好热", "困死了", "哈哈哈哈")]
+    examples = distill_rules.Examples(USEEmbedder(), rows)
+    told = [Turn("person", "周六那个甲方饭局 好多人", "u0")]
+    assert [c.quote for c in rules_candidates(told, examples)] == ["周六那个甲方饭局"]  # the vote proposes it
+    called_off = [Turn("person", "周六那个甲方饭局 人家说不用我去了", "u0")]
+    assert rules_candidates(called_off, examples) == []

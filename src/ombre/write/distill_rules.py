@@ -43,7 +43,7 @@ NEIGHBOURS = 7
 # A clause the cues pass over is kept when this share of its nearest examples (similarity-weighted) is worth
 # keeping, the likeliest one per turn. Chosen for the best F1 by grouped 5-fold cross-validation on the dev
 # split (`bench/distill_eval.py --cv`: each fold's snippets voted on by the other folds' clauses only):
-# cues alone 0.915 / 0.801 precision / recall; from 0.5 0.789 / 0.896, 0.7 0.869 / 0.863, 0.9 0.910 / 0.811.
+# cues alone 0.915 / 0.801 precision / recall; from 0.5 0.791 / 0.896, 0.7 0.869 / 0.863, 0.9 0.910 / 0.811.
 ADD_FROM = 0.7
 
 MAX_CANDIDATES = 3
@@ -314,13 +314,14 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
         for i, (typed, clause) in enumerate(zip(originals, parts)):
             supposing = supposing or bool(_SUPPOSE.search(clause))
             if _JOKE.search(clause):
-                found = [f for f in found if f[2] < n - 2]  # this turn's and the one before's claims
+                found, best_vote = [f for f in found if f[2] < n - 2], None  # this turn's and the one before's claims
                 continue
             if _CORRECTION.search(clause) and changed_at != n:  # "不对不对 … 打错了" is one correction
-                found, changed_at = _retract(found, n), n
+                found, changed_at, best_vote = _retract(found, n), n, None
             if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause)):
                 # the plan or agreement before it, in this turn or the person's turn before, is off
                 found, changed_at = [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n
+                best_vote = None
                 continue
             if _SECRET_MARKER.match(_FILLER.sub("", clause)):
                 secret_from = n
