@@ -7,11 +7,15 @@
   query built from the assistant's words would follow), and the last turn is often a fragment
   ("你还记得吗？") or the second half of the question. A third of the chats ask the whole question last,
   after unrelated small talk: context must not hurt then.
+- longchat: English long chats (bench/data/longchat_en_*.json, written for this bench by writers who never
+  saw the code): each person's ~200 messages to their companion over six months, filler and moods among
+  the facts, with distractors that differ in one detail, and 50 later questions each — direct, paraphrased,
+  temporal, updated facts (only the latest message is gold), two-message ones, and fragments after context.
 - companion: hand-written companion stores (bench/data/companion_set*.json: each file one Chinese and one
   English person's memories, prompts that paraphrase, fragments with context, moods, and prompts that
   concern no stored memory).
 
-The split is by trajectory (MemDaily, dialogue) or by prompt (companion), from a hash of its key, so it
+The split is by trajectory (MemDaily, dialogue) or by prompt (companion, longchat), from a hash of its key, so it
 never changes when code or data order changes. Tuning reads only `split == "dev"`.
 """
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MEMDAILY = HERE.parents[1] / "shared" / "bench" / "memdaily"
 COMPANION_FILES = (HERE / "data" / "companion_set.json", HERE / "data" / "companion_set2.json")
+LONGCHAT_FILES = tuple(sorted((HERE / "data").glob("longchat_en_*.json")))
 
 
 @dataclass
@@ -146,7 +151,22 @@ def companion(paths: tuple[Path, ...] = COMPANION_FILES) -> EvalSet:
     return EvalSet("companion", stores, cases)
 
 
-def load(names: tuple[str, ...] = ("memdaily", "dialogue", "companion")) -> dict[str, EvalSet]:
+def longchat(paths: tuple[Path, ...] = LONGCHAT_FILES) -> EvalSet:
+    """Every long-chat file; each trajectory is one person's store of the messages they sent."""
+    stores: dict[str, list[tuple[str, str]]] = {}
+    cases = []
+    for path in paths:
+        for traj in json.loads(path.read_text(encoding="utf-8"))["trajectories"]:
+            key = f"{path.stem}:{traj['tid']}"
+            stores[key] = [(str(m["mid"]), m["text"]) for m in traj["messages"]]
+            cases += [Case("longchat", q["kind"], split_of(q["qid"]), key, q["text"],
+                           [{"role": "user", "text": t} for t in q.get("context") or []],
+                           frozenset(str(g) for g in q["gold"]), q["qid"])
+                      for q in traj["questions"]]
+    return EvalSet("longchat", stores, cases)
+
+
+def load(names: tuple[str, ...] = ("memdaily", "dialogue", "companion", "longchat")) -> dict[str, EvalSet]:
     out: dict[str, EvalSet] = {}
     md = memdaily()
     for name in names:
@@ -156,4 +176,6 @@ def load(names: tuple[str, ...] = ("memdaily", "dialogue", "companion")) -> dict
             out[name] = dialogue(md)
         elif name == "companion" and any(p.exists() for p in COMPANION_FILES):
             out[name] = companion()
+        elif name == "longchat" and LONGCHAT_FILES:
+            out[name] = longchat()
     return out

@@ -1,4 +1,4 @@
-"""Recall on three evaluation sets (bench/evalsets.py), each split once into dev and test: which memory does
+"""Recall on four evaluation sets (bench/evalsets.py), each split once into dev and test: which memory does
 breath find, and does its fusion beat every one of its parts?
 
 For every case the production `retrieve` runs with every signal on (keyword BM25 over the latest utterance
@@ -12,7 +12,7 @@ activation, decay and emotion cost in recall when memories carry random values o
 
 R@k is the share of a case's gold memories in the top k, averaged over cases with gold.
 
-    python bench/recall_eval.py [--tune] [--sets memdaily,dialogue,companion] [--limit N]
+    python bench/recall_eval.py [--tune] [--sets memdaily,dialogue,companion,longchat] [--limit N]
                                 [--db sqlite|postgresql|both]
 
 --db both runs every case against a SQLite and a PostgreSQL store of the same memories (a pgserver
@@ -363,7 +363,7 @@ def compare(per_backend: dict[str, dict[str, list[dict]]]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sets", default="memdaily,dialogue,companion")
+    ap.add_argument("--sets", default="memdaily,dialogue,companion,longchat")
     ap.add_argument("--tune", action="store_true", help="choose fusion settings on dev, then report test")
     ap.add_argument("--limit", type=int, default=0, help="at most this many cases a set and split (quick runs)")
     ap.add_argument("--no-adjust", action="store_true", help="skip the adjustment table")
