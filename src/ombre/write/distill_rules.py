@@ -289,6 +289,39 @@ def asks(text: str) -> bool:
     return bool(re.search(r"[?？]\s*$", text.strip())) or bool(_QUESTION_END.search(last[-1].strip()))
 
 
+def _take_back(clause: str, n: int, found: list[tuple[Kept, str, int]],
+               changed_at: int) -> tuple[list[tuple[Kept, str, int]], int, bool]:
+    """What a joke, a correction or a cancel in turn n takes back: what is left, the turn of the last
+    change, and whether the clause says nothing but that."""
+    if _JOKE.search(clause):
+        return [f for f in found if f[2] < n - 2], changed_at, True  # this turn's and the one before's claims
+    if _CORRECTION.search(clause) and changed_at != n:  # "不对不对 … 打错了" is one correction
+        found, changed_at = _retract(found, n), n
+    if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause)):
+        # the plan or agreement before it, in this turn or the person's turn before, is off
+        return [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n, True
+    return found, changed_at, False
+
+
+def _from_context(parts: list[str], i: int, n: int, found: list[tuple[Kept, str, int]], secret_from: int,
+                  changed_at: int, answering: bool) -> Kept | None:
+    """What clause i of turn n is kept as for what surrounds it, though it says nothing the cues know: the
+    content of an agreement or a secret announced beside it, the time asked for a request or plan just
+    made, or what replaces a plan just called off."""
+    clause = parts[i]
+    if _marked(parts, i, _MARKER) and not _QUESTION.search(clause) and len(clause) >= 5:
+        return Kept("约定", 7, 0)
+    if 0 <= secret_from >= n - 2 and not _QUESTION.search(clause) and len(clause) >= 3:
+        return Kept("感受", 7, 1)
+    if answering and i < 2 and _WHEN.search(clause) and not _hard_negative(clause):
+        asked_about = next((f[0] for f in found if f[2] == n - 2 and f[0].rank in (0, 5)), None)
+        if asked_about is not None:
+            return asked_about
+    if changed_at >= n - 2 and re.match(r"改成|改到|换成|改去", clause):
+        return Kept("事件", 6, 5)
+    return None
+
+
 def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = None,
                answers: Set[int] = frozenset(), add_from: float | None = None) -> list[tuple[Kept, str, int]]:
     """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
@@ -313,29 +346,17 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
         supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
         for i, (typed, clause) in enumerate(zip(originals, parts)):
             supposing = supposing or bool(_SUPPOSE.search(clause))
-            if _JOKE.search(clause):
-                found, best_vote = [f for f in found if f[2] < n - 2], None  # this turn's and the one before's claims
-                continue
-            if _CORRECTION.search(clause) and changed_at != n:  # "不对不对 … 打错了" is one correction
-                found, changed_at, best_vote = _retract(found, n), n, None
-            if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause)):
-                # the plan or agreement before it, in this turn or the person's turn before, is off
-                found, changed_at = [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n
+            before = changed_at
+            found, changed_at, spent = _take_back(clause, n, found, changed_at)
+            if spent or changed_at != before:
                 best_vote = None
+            if spent:
                 continue
             if _SECRET_MARKER.match(_FILLER.sub("", clause)):
                 secret_from = n
                 continue
-            kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "")
-            if kept is None and _marked(parts, i, _MARKER) and not _QUESTION.search(clause) and len(clause) >= 5:
-                kept = Kept("约定", 7, 0)
-            if kept is None and 0 <= secret_from >= n - 2 and not _QUESTION.search(clause) and len(clause) >= 3:
-                kept = Kept("感受", 7, 1)
-            if kept is None and n in answers and i < 2 and _WHEN.search(clause) and not _hard_negative(clause) and \
-                    (asked_about := next((f[0] for f in found if f[2] == n - 2 and f[0].rank in (0, 5)), None)):
-                kept = asked_about
-            if kept is None and changed_at >= n - 2 and re.match(r"改成|改到|换成|改去", clause):
-                kept = Kept("事件", 6, 5)  # what replaces a plan just called off or corrected
+            kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "") or \
+                _from_context(parts, i, n, found, secret_from, changed_at, n in answers)
             if kept is None and typed in votes:
                 share, kind = votes[typed]
                 if share >= add_from and not supposing and not _hard_negative(clause) and \
