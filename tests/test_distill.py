@@ -303,3 +303,15 @@ def test_a_cancel_later_in_the_turn_takes_back_what_the_examples_proposed(tmp_pa
     assert [c.quote for c in rules_candidates(told, examples)] == ["周六那个甲方饭局"]  # the vote proposes it
     called_off = [Turn("person", "周六那个甲方饭局 人家说不用我去了", "u0")]
     assert rules_candidates(called_off, examples) == []
+
+
+def test_an_english_contraction_is_not_read_as_a_question(tmp_path):
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    rows = [{"text": t, "keep": True, "kind": "偏好"} for t in ("can't eat peanuts", "cannot eat shrimp", "can't have dairy")]
+    rows += [{"text": t, "keep": False, "kind": ""} for t in ("so tired today", "lol", "just got home")]
+    examples = distill_rules.Examples(USEEmbedder(), rows)
+    told = rules_candidates([Turn("person", "can't eat shellfish", "u0")], examples)
+    assert [c.quote for c in told] == ["can't eat shellfish"]
+    assert rules_candidates([Turn("person", "can you eat shellfish", "u0")], examples) == []

@@ -58,7 +58,8 @@ _QUESTION = re.compile(r"要不要|是不是|有没有|会不会|能不能|可�
                        r"谁|为什么|为啥|还是.{1,10}(?:好|呢|呀|啊)$|^你觉得|^你说|^你猜|"
                        # any A-not-A ("该不该", "碰得碰不得") or A-or-B ("二十三…还是二十四…") question
                        r"(?P<v>[\u4e00-\u9fff])[不没](?P=v)|(?P<w>[\u4e00-\u9fff])得(?P=w)不得|是[^还]{1,10}还是|"
-                       r"(?i:^(?:should|do|does|did|can|could|would|will|is|are|am|what|why|how|when|where|who|which)\b)")
+                       # an English question's first word, not a contraction of it ("can't eat shellfish" says, not asks)
+                       r"(?i:^(?:should|do|does|did|can|could|would|will|is|are|am|what|why|how|when|where|who|which)\b(?!['’]))")
 # what makes a request a real question ("你说我是不是太拖延了"), not a request asked nicely ("…好不好")
 _WH = re.compile(r"什么|怎么|咋|为什么|为啥|哪|谁|多少|几[点号个天]|^你觉得|^你说|^你猜|是不是|有没有|要不要")
 # the question a request asks the companion to put to the person ("每次下播你都问我一句今天嗓子咋样")
