@@ -18,7 +18,7 @@ import pytest
 
 from ombre.inject.gateway import conversation_key, earlier_turns
 from ombre.memory.breath import FUSION, NOTHING, BreathRequest, Signals, fuse, is_relevant
-from ombre.memory.embed import USEEmbedder
+from ombre.memory.embed import E5, USE, USEEmbedder
 from ombre.memory.hold import HoldRequest
 from ombre.memory.query import Query, person_turns
 from ombre.memory.service import MemoryService
@@ -159,6 +159,43 @@ def test_the_gate_is_per_encoder():
     assert is_relevant({"sim": {"use": 0.9}}) and is_relevant({"sim": {"e5": 0.95, "use": 0.1}})
     assert not is_relevant({"sim": {"e5": 0.85, "use": 0.3}, "keyword": 1.0})
     assert is_relevant({"keyword": 1.0}) and not is_relevant({"keyword": 0.2})  # no vectors at all
+
+
+def test_a_memory_that_stands_out_of_its_store_passes_below_the_cosine_gate():
+    # English chats: e5 cosines run low, but the memory that answers stands far above the store's mean
+    low = {"e5": 0.86, "use": 0.35}
+    assert not is_relevant({"sim": low, "lift": {"e5": 1.0, "use": 1.0}})
+    assert is_relevant({"sim": low, "lift": {"e5": 3.0, "use": 0.5}})
+    assert is_relevant({"sim": low, "lift": {"e5": 0.5, "use": 2.5}})
+    assert not is_relevant({"sim": {"use": 0.35}, "lift": {"e5": 3.0}})  # only an encoder that ran counts
+
+
+ENGLISH_LIFE = [
+    "my sister Carla is getting married in June in Bogotá", "I work the grill station at a ramen place downtown",
+    "my cat Mango bit the vet again lol", "studying for my Class 1 licence, the air brakes part is hard",
+    "I send money to my mom every two weeks", "I hate cilantro, tastes like soap to me",
+    "my landlord raised the rent by 200 bucks", "I play five-a-side soccer on Tuesday nights",
+    "my best friend Andrés moved to Toronto last year", "I get migraines when I skip sleep",
+    "I started learning guitar from YouTube videos", "my shift starts at 3pm most days",
+    "I'm scared of driving on icy highways", "my dad passed away when I was fifteen",
+    "I bought a used Corolla in March", "my favourite food is my mom's ajiaco", "I'm allergic to penicillin",
+    "I want to open my own food truck one day", "my roommate Kevin plays loud music at night",
+    "I go to the climbing gym on Sundays", "I'm trying to drink less coffee", "my birthday is on August 9",
+    "I did two years of culinary school in Medellín", "I'm saving for a trip home at Christmas",
+    "my knee hurts after long shifts", "I volunteer at the food bank once a month",
+    "my phone screen is cracked", "I watch Formula 1 every race weekend",
+    "my chef says I'm ready to run the line alone", "I learned to make ramen broth from scratch"]
+
+
+def test_english_questions_get_their_card_shown_though_english_cosines_run_low(svc):
+    ids = {text: hold(svc, text) for text in ENGLISH_LIFE}
+    for question, answer in (("when is the wedding?", ENGLISH_LIFE[0]),
+                             ("what do I do on Tuesday evenings", ENGLISH_LIFE[7])):
+        card = svc.breath(BreathRequest(question), now=NOW, touch=False).cards[0]
+        assert card.id == ids[answer] and card.relevant
+        assert card.why["sim"]["e5"] < E5.gate and card.why["sim"]["use"] < USE.gate  # the lift decided
+    unrelated = svc.breath(BreathRequest("tell me about the weather in Paris"), now=NOW, touch=False)
+    assert not any(c.relevant for c in unrelated.cards)
 
 
 # -- one renderer -------------------------------------------------------------------------------------

@@ -193,12 +193,15 @@ def to_card(m: Memory, score: float, why: dict, relevant: bool = True) -> Card:
 
 def is_relevant(why: dict) -> bool:
     """Whether a recalled memory is close enough to be shown unasked (the hook) or to count as recalled
-    (activation): any encoder's best cosine over the query's forms reaches that encoder's gate. Without
-    any vector (OMBRE_VECTORS=0), a strong keyword match decides."""
+    (activation): any encoder's best cosine over the query's forms reaches that encoder's gate, or the
+    memory stands out of its store by that encoder's lift gate (embed.EncoderSpec). Without any vector
+    (OMBRE_VECTORS=0), a strong keyword match decides."""
     sims: dict = why.get("sim") or {}
     if not sims:
         return why.get("keyword", 0.0) >= KEYWORD_MIN
-    return any(key in SPECS and sim >= SPECS[key].gate for key, sim in sims.items())
+    lifts: dict = why.get("lift") or {}
+    return any(key in SPECS and (sim >= SPECS[key].gate or lifts.get(key, -math.inf) >= SPECS[key].lift_gate)
+               for key, sim in sims.items())
 
 
 def _days_since(stamp: str, now: dt.datetime) -> float:
@@ -387,8 +390,9 @@ def retrieve(store: MemoryStore, query: Query | str, *, encoders: Mapping[str, E
     out: dict[str, tuple[float, dict]] = {}
     for mid, score in fused.items():
         sim = {key: round(v[mid], 4) for key, v in sig.sim.items() if mid in v}
+        lift = {key: round(v[mid], 3) for key, v in sig.lift.items() if mid in v}
         why = {"relevance": round(score, 4), "keyword": round(sig.keyword.get("keyword", {}).get(mid, 0.0), 3),
-               "sim": sim, "ranks": {s: r[mid] for s, r in ranks.items() if mid in r}}
+               "sim": sim, "lift": lift, "ranks": {s: r[mid] for s, r in ranks.items() if mid in r}}
         if "e5" in sim:
             why["similarity"] = sim["e5"]  # e5's raw cosine, which arbitration's thresholds are set for
         out[mid] = (score, why)
