@@ -14,7 +14,8 @@ is right when it is a gold memory of the prompt.
 A card passes when, for either encoder, its best cosine over the query's forms reaches that encoder's
 cosine gate, or it stands out of its store (breath's lift: cosine minus the store's mean, in the encoder's
 spreads) by the lift gate. The grid below picks on dev the four gates with the most gold shown (mean over
-the sets) subject to fewer than TARGET cards on average for prompts about nothing on every set; the test
+the sets) subject to fewer than TARGET cards on average for prompts about nothing on every set, and, the
+same way, USE's own two gates for the fast path, where it runs alone; the test
 split is then reported with the settings in use (embed.E5 / embed.USE), for each encoder alone, both, both
 on cosine only (the gates before lift counted), and USE alone as the fast path runs it: precision (shown
 cards that are gold), recall (gold memories shown, of those a prompt has) and cards per unrelated prompt.
@@ -122,11 +123,16 @@ class Cards:
                 "unrelated": (here & ~c["related"]).sum() / unrelated if unrelated else 0.0}
 
 
-def choose(cards: Cards, split: str = "dev") -> Gates:
-    """All four gates at once, as the hook applies them (any encoder, either way, may vouch for a card)."""
+def choose(cards: Cards, alone: bool = False, split: str = "dev") -> Gates:
+    """All four gates at once, as breath applies them (any encoder, either way, may vouch for a card); with
+    `alone`, USE's two gates for the fast path, where it runs alone."""
     best, best_recall = None, -1.0
-    grid = itertools.product(np.arange(0.88, 0.955, 0.01), np.arange(0.40, 0.80, 0.02), np.arange(1.0, 10.0, 0.5),
-                             np.arange(1.0, 6.0, 0.25))
+    if alone:
+        grid = ((math.inf, u, math.inf, lift) for u, lift in
+                itertools.product(np.arange(0.30, 0.80, 0.01), [*np.arange(1.0, 6.0, 0.25), math.inf]))
+    else:
+        grid = itertools.product(np.arange(0.88, 0.955, 0.01), np.arange(0.40, 0.80, 0.02),
+                                 np.arange(1.0, 10.0, 0.5), np.arange(1.0, 6.0, 0.25))
     for values in grid:
         gates = Gates(*(round(float(v), 3) for v in values))
         shown = cards.shown(gates)
@@ -143,11 +149,12 @@ def table(rows: list[dict], split: str, title: str) -> None:
     print(f"\n{title}")
     print(f"{'gate':<34}{'set':<11}{'precision':>10}{'recall':>8}{'cards/unrelated':>17}")
     e5, use, off = embed.E5, embed.USE, math.inf
+    use_alone, use_alone_lift = use.gates(alone=True)
     settings = [("e5 alone (both encoders run)", "both", Gates(e5.gate, off, e5.lift_gate)),
                 ("use alone (both encoders run)", "both", Gates(off, use.gate, off, use.lift_gate)),
                 ("cosine only (no lift gate)", "both", Gates(e5.gate, use.gate)),
                 ("e5 or use — breath, the hook", "both", Gates(e5.gate, use.gate, e5.lift_gate, use.lift_gate)),
-                ("use — the hook's fast path", "use", Gates(off, use.gate, off, use.lift_gate))]
+                ("use — the hook's fast path", "use", Gates(off, use_alone, off, use_alone_lift))]
     per_mode = {mode: Cards(rows, mode) for mode in ("both", "use")}
     for name, mode, gates in settings:
         cards = per_mode[mode]
@@ -182,6 +189,8 @@ def main() -> None:
         print(f"chosen on dev (most gold shown with < {TARGET} cards per unrelated prompt on every set): "
               f"{choose(Cards(rows, 'both'))}; in use: e5 {embed.E5.gate} / lift {embed.E5.lift_gate}, "
               f"use {embed.USE.gate} / lift {embed.USE.lift_gate}")
+        print(f"USE alone (the fast path), chosen the same way: {choose(Cards(rows, 'use'), alone=True)}; in use: "
+              "{} / lift {}".format(*embed.USE.gates(alone=True)))
         table(rows, "dev", "dev split, settings in use")
     table(rows, "test", "test split, settings in use")
     print(f"\n({time.perf_counter() - started:.0f} s)")

@@ -168,6 +168,9 @@ def test_a_memory_that_stands_out_of_its_store_passes_below_the_cosine_gate():
     assert is_relevant({"sim": low, "lift": {"e5": 3.0, "use": 0.5}})
     assert is_relevant({"sim": low, "lift": {"e5": 0.5, "use": 2.5}})
     assert not is_relevant({"sim": {"use": 0.35}, "lift": {"e5": 3.0}})  # only an encoder that ran counts
+    # the hook's fast path: USE alone vouches with gates of its own, calibrated for it
+    assert is_relevant({"sim": {"use": 0.45}, "lift": {"use": 2.0}})
+    assert not is_relevant({"sim": {"e5": 0.86, "use": 0.45}, "lift": {"e5": 1.0, "use": 2.0}})
 
 
 ENGLISH_LIFE = [

@@ -194,14 +194,20 @@ def to_card(m: Memory, score: float, why: dict, relevant: bool = True) -> Card:
 def is_relevant(why: dict) -> bool:
     """Whether a recalled memory is close enough to be shown unasked (the hook) or to count as recalled
     (activation): any encoder's best cosine over the query's forms reaches that encoder's gate, or the
-    memory stands out of its store by that encoder's lift gate (embed.EncoderSpec). Without any vector
-    (OMBRE_VECTORS=0), a strong keyword match decides."""
+    memory stands out of its store by that encoder's lift gate (embed.EncoderSpec). An encoder that alone
+    scored the memory — the hook's fast path — has gates of its own. Without any vector (OMBRE_VECTORS=0),
+    a strong keyword match decides."""
     sims: dict = why.get("sim") or {}
     if not sims:
         return why.get("keyword", 0.0) >= KEYWORD_MIN
     lifts: dict = why.get("lift") or {}
-    return any(key in SPECS and (sim >= SPECS[key].gate or lifts.get(key, -math.inf) >= SPECS[key].lift_gate)
-               for key, sim in sims.items())
+    alone = len(sims) == 1
+    for key, sim in sims.items():
+        if key in SPECS:
+            gate, lift_gate = SPECS[key].gates(alone)
+            if sim >= gate or lifts.get(key, -math.inf) >= lift_gate:
+                return True
+    return False
 
 
 def _days_since(stamp: str, now: dt.datetime) -> float:

