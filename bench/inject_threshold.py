@@ -131,7 +131,7 @@ def choose(cards: Cards, alone: bool = False, split: str = "dev") -> Gates:
         grid = ((math.inf, u, math.inf, lift) for u, lift in
                 itertools.product(np.arange(0.30, 0.80, 0.01), [*np.arange(1.0, 6.0, 0.25), math.inf]))
     else:
-        grid = itertools.product(np.arange(0.88, 0.955, 0.01), np.arange(0.40, 0.80, 0.02),
+        grid = itertools.product(np.arange(0.88, 0.955, 0.01), np.arange(0.40, 0.80, 0.01),
                                  np.arange(1.0, 10.0, 0.5), np.arange(1.0, 6.0, 0.25))
     for values in grid:
         gates = Gates(*(round(float(v), 3) for v in values))

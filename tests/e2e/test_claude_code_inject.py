@@ -70,7 +70,9 @@ def test_cards_ride_the_user_turn_and_the_cached_prefix_never_changes(tmp_path: 
                 assert httpx.post(server.url + "/v1/hold", json=body, timeout=30).json()["stored"]
             first = cc.run("周四去复诊要带什么？", timeout=120, **env)
             sid = first["session_id"]
-            cc.run("有点渴了，想喝我最爱的那种茶", resume=sid, timeout=120, **env)
+            # says enough for the calibrated gates after a turn about something else ("我最爱的那种茶" sat
+            # 0.004 under USE's gate there: bench/inject_threshold.py measures what the gates catch)
+            cc.run("有点渴了，想喝我最喜欢的乌龙茶", resume=sid, timeout=120, **env)
         finally:
             server.stop()
         cc.run("晚安啦", resume=sid, timeout=120, **env)
