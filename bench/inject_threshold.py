@@ -59,11 +59,10 @@ def cases(sets: dict[str, evalsets.EvalSet]) -> list[evalsets.Case]:
         for c in es.cases:
             out.append(c)
             # another trajectory of another file for MemDaily (a file is one topic), another person's chat
-            other = rng.choice([k for k in keys if k != c.store and k.split(":")[0] != c.store.split(":")[0]]
-                               if name == "memdaily" else [k for k in keys if k != c.store]) if len(keys) > 1 \
-                else c.store
-            if other != c.store:
-                out.append(dataclasses.replace(c, store=other, gold=frozenset(), kind="unrelated",
+            others = [k for k in keys if k != c.store
+                      and (name != "memdaily" or k.split(":")[0] != c.store.split(":")[0])]
+            if others:
+                out.append(dataclasses.replace(c, store=rng.choice(others), gold=frozenset(), kind="unrelated",
                                                key=c.key + ":x"))
     return out
 
