@@ -47,6 +47,7 @@ TARGET = 0.15  # cards per unrelated prompt chosen for on dev (the issue's bound
 
 
 SETS = ("companion", "memdaily", "longchat")
+MODES = {"both": ("e5", "use"), "use": ("use",)}  # breath with both encoders, and the hook's fast path
 
 
 def cases(sets: dict[str, evalsets.EvalSet]) -> list[evalsets.Case]:
@@ -71,9 +72,10 @@ def collect(cases_, stores, encoders) -> list[dict]:
     rows = []
     for c in cases_:
         per_mode = {}
-        for mode, enc in (("both", encoders), ("use", {"use": encoders["use"]})):
+        for mode, keys in MODES.items():
             r = breath(stores[c.store], BreathRequest(query=c.query, context=c.context or None, max_results=5,
-                                                      max_tokens=100_000), encoders=enc, now=NOW, touch=False)
+                                                      max_tokens=100_000),
+                       encoders={k: encoders[k] for k in keys}, now=NOW, touch=False)
             per_mode[mode] = [(card.id in c.gold, card.why.get("sim", {}), card.why.get("lift", {}))
                               for card in r.cards]
         rows.append({"set": c.set, "split": c.split, "gold": len(c.gold), "cards": per_mode})
@@ -89,7 +91,10 @@ class Gates:
 
 
 class Cards:
-    """One mode's shown-card candidates as columns, so that a grid of gates is a few array comparisons."""
+    """One mode's shown-card candidates as columns, so that a grid of gates is a few array comparisons.
+
+    `shown` restates breath.is_relevant for one set of gates. That holds while every card of the mode was
+    scored by the same encoders (both, or USE alone), which decide its gates there: checked as it loads."""
 
     def __init__(self, rows: list[dict], mode: str) -> None:
         cols: dict[str, list] = {k: [] for k in ("set", "split", "ok", "related", "e5", "use", "e5_lift",
@@ -100,6 +105,9 @@ class Cards:
             self.gold[row["set"], row["split"]] += row["gold"]
             self.unrelated[row["set"], row["split"]] += not row["gold"]
             for ok, sim, lift in row["cards"][mode]:
+                if len(sim) != len(MODES[mode]):
+                    raise SystemExit(f"a {mode!r} card was scored by {sorted(sim)}: every memory of the eval "
+                                     "stores should have both vectors (rebuild the cache)")
                 for name, value in (("set", row["set"]), ("split", row["split"]), ("ok", ok),
                                     ("related", row["gold"] > 0)):
                     cols[name].append(value)

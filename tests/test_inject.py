@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -43,6 +44,8 @@ def test_the_block_keeps_its_card_and_token_budgets(svc):
     block = turn_block(svc, InjectRequest("周末去爬山了吗", max_cards=5, max_tokens=1800), now=NOW)
     assert block.text.startswith(HEADER) and 1 <= len(block.cards) <= 5
     assert estimate_text(block.text) <= 1800
+    # the hook log says why each card was shown, the lift beside each cosine (a card may pass on either)
+    assert all(re.search(r"e5 [\d.]+ lift -?[\d.]+ use [\d.]+ lift -?[\d.]+", block.why[c]) for c in block.cards)
     small = turn_block(svc, InjectRequest("周末去爬山了吗", max_cards=3, max_tokens=400), now=NOW)
     assert len(small.cards) <= 3 and estimate_text(small.text) <= 400 and small.left_out
 

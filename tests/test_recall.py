@@ -167,7 +167,7 @@ def test_a_memory_that_stands_out_of_its_store_passes_below_the_cosine_gate():
     assert not is_relevant({"sim": low, "lift": {"e5": 1.0, "use": 1.0}})
     assert is_relevant({"sim": low, "lift": {"e5": 3.0, "use": 0.5}})
     assert is_relevant({"sim": low, "lift": {"e5": 0.5, "use": 2.5}})
-    assert not is_relevant({"sim": {"use": 0.35}, "lift": {"e5": 3.0}})  # only an encoder that ran counts
+    assert not is_relevant({"sim": {"use": 0.35}, "lift": {"e5": 3.0}})  # only an encoder that scored it counts
     # the hook's fast path: USE alone vouches with gates of its own, calibrated for it
     assert is_relevant({"sim": {"use": 0.45}, "lift": {"use": 2.0}})
     assert not is_relevant({"sim": {"e5": 0.86, "use": 0.45}, "lift": {"e5": 1.0, "use": 2.0}})
@@ -199,6 +199,25 @@ def test_english_questions_get_their_card_shown_though_english_cosines_run_low(s
         assert card.why["sim"]["e5"] < E5.gate and card.why["sim"]["use"] < USE.gate  # the lift decided
     unrelated = svc.breath(BreathRequest("tell me about the weather in Paris"), now=NOW, touch=False)
     assert not any(c.relevant for c in unrelated.cards)
+
+
+def test_a_memory_only_one_encoder_can_see_is_judged_by_its_gates_for_judging_alone(tmp_path, embedder):
+    # written while e5 was away: USE alone vouches for these memories, though e5 runs for the newer one
+    settings = Settings.from_env({"HOME": str(tmp_path)})
+    use = USEEmbedder()
+    early = MemoryService(settings, encoders={"use": use})
+    for text in ENGLISH_LIFE:
+        hold(early, text)
+    both = MemoryService(settings, encoders={"e5": embedder, "use": use})
+    hold(both, "I repaint my bike every spring")
+    r = both.breath(BreathRequest("who is Kevin"), now=NOW, touch=False)
+    card = r.cards[0]
+    assert r.encoders == ["e5", "use"] and "Kevin" in card.content and set(card.why["sim"]) == {"use"}
+    cosine, lift = card.why["sim"]["use"], card.why["lift"]["use"]
+    assert cosine < USE.gate and lift < USE.lift_gate  # beside an e5 vector of its own it would not pass
+    assert card.relevant and is_relevant(card.why)
+    both.close()
+    early.close()
 
 
 # -- one renderer -------------------------------------------------------------------------------------

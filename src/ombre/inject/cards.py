@@ -104,7 +104,10 @@ def _why(card: Card) -> str:
         return f"due {why['due']}"
     if "anniversary" in why:
         return "anniversary"
-    sims = " ".join(f"{k} {v:.2f}" for k, v in (why.get("sim") or {}).items())
+    # the lift beside the cosine: a card may pass on either (breath.is_relevant)
+    lifts = why.get("lift") or {}
+    sims = " ".join(f"{k} {v:.2f}" + (f" lift {lifts[k]:.1f}" if k in lifts else "")
+                    for k, v in (why.get("sim") or {}).items())
     return f"relevance {why.get('relevance', 0):.2f}; {sims}; keyword {why.get('keyword', 0):.2f}".strip()
 
 

@@ -194,14 +194,16 @@ def to_card(m: Memory, score: float, why: dict, relevant: bool = True) -> Card:
 def is_relevant(why: dict) -> bool:
     """Whether a recalled memory is close enough to be shown unasked (the hook) or to count as recalled
     (activation): any encoder's best cosine over the query's forms reaches that encoder's gate, or the
-    memory stands out of its store by that encoder's lift gate (embed.EncoderSpec). An encoder that alone
-    scored the memory — the hook's fast path — has gates of its own. Without any vector (OMBRE_VECTORS=0),
-    a strong keyword match decides."""
+    memory stands out of its store by that encoder's lift gate (embed.EncoderSpec). A memory that only one
+    encoder could score has that encoder's gates for judging alone: the hook's fast path (USE ran alone),
+    and as well a memory whose other vector is missing (e5 failed when it was written) though both ran.
+    Either way one judge must vouch for it where two would have had two chances, which is what the alone
+    gates were calibrated for. Without any vector (OMBRE_VECTORS=0), a strong keyword match decides."""
     sims: dict = why.get("sim") or {}
     if not sims:
         return why.get("keyword", 0.0) >= KEYWORD_MIN
     lifts: dict = why.get("lift") or {}
-    alone = len(sims) == 1
+    alone = len(sims) == 1  # retrieve scores every candidate with each encoder that ran and holds its vector
     for key, sim in sims.items():
         if key in SPECS:
             gate, lift_gate = SPECS[key].gates(alone)
