@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from ombre.inject.gateway import conversation_key, earlier_turns
-from ombre.memory.breath import FUSION, NOTHING, BreathRequest, Signals, fuse, is_relevant
+from ombre.memory.breath import (FUSION, NEAR_BEST, NEAR_BEST_ALONE, NOTHING, BreathRequest, Card, Signals,
+                                 fuse, is_relevant, near_best)
 from ombre.memory.embed import E5, USE, USEEmbedder
 from ombre.memory.hold import HoldRequest
 from ombre.memory.query import Query, person_turns
@@ -171,6 +172,41 @@ def test_a_memory_that_stands_out_of_its_store_passes_below_the_cosine_gate():
     # the hook's fast path: USE alone vouches with gates of its own, calibrated for it
     assert is_relevant({"sim": {"use": 0.45}, "lift": {"use": 2.0}})
     assert not is_relevant({"sim": {"e5": 0.86, "use": 0.45}, "lift": {"e5": 1.0, "use": 2.0}})
+
+
+def test_a_card_far_under_the_answers_best_is_filler():
+    def card(sim, lift, relevant=True):
+        return Card(str(len(sim)) + repr(lift), "", "", "事件", "", "", False, 0.5, {"sim": sim, "lift": lift},
+                    relevant=relevant)
+
+    both = {"e5": 0.9, "use": 0.5}
+    best, close_in_e5, close_in_use, far = (card(both, {"e5": 5.0, "use": 3.0}),
+                                            card(both, {"e5": 5.0 - NEAR_BEST, "use": 0.0}),
+                                            card(both, {"e5": 0.0, "use": 3.0 - NEAR_BEST}),
+                                            card(both, {"e5": 4.0, "use": 2.0}))
+    below_the_gate = card(both, {"e5": 4.9, "use": 2.9}, relevant=False)
+    cards = [best, close_in_e5, close_in_use, far, below_the_gate]
+    near_best(cards)
+    assert [c.relevant for c in cards] == [True, True, True, False, False]  # the gate still decides first
+    # USE alone (the fast path) has a distance of its own
+    alone = [card({"use": 0.6}, {"use": 3.0}), card({"use": 0.6}, {"use": 3.0 - NEAR_BEST_ALONE}),
+             card({"use": 0.6}, {"use": 2.9 - NEAR_BEST_ALONE})]
+    near_best(alone)
+    assert [c.relevant for c in alone] == [True, True, False]
+
+
+def test_breath_makes_filler_of_the_cards_far_under_its_best(svc, monkeypatch):
+    from ombre.memory import breath as breath_module
+
+    for text in ("她最喜欢喝桂花乌龙", "她夏天喜欢喝冰柠檬茶", "她每天早上喝一杯美式咖啡", "她的猫叫团子", "她怕打雷"):
+        hold(svc, text)
+    ask = BreathRequest("想喝我最喜欢的乌龙茶")
+    shown = [c.content for c in svc.breath(ask, now=NOW, touch=False).cards if c.relevant]
+    assert shown[:1] == ["她最喜欢喝桂花乌龙"] and len(shown) == 2  # the lemon tea passes its gate, near the best
+    monkeypatch.setattr(breath_module, "NEAR_BEST", 0.0)  # only each encoder's best card may be shown
+    cards = svc.breath(ask, now=NOW).cards
+    assert [c.content for c in cards if c.relevant] == ["她最喜欢喝桂花乌龙"]
+    assert [svc.store.get(c.id).activation_count for c in cards] == [1] + [0] * (len(cards) - 1)
 
 
 ENGLISH_LIFE = [

@@ -35,6 +35,11 @@ KEYWORD_MIN = 0.5  # without vectors, a keyword match counts from half the best 
 # forms for almost nothing. On the dev objective (bench/recall_eval.py) 128 scores +0.003 over 64 and 48
 # −0.007; 128 alone takes ~80 ms at p95, past breath's 100 ms target, so 64.
 E5_CHARS = 64
+# A card that passes its gates but stands far under the answer's best card (by lift, in an encoder that
+# scored it) is shown as filler only: beside the memory that answers, one of the same topic a long way
+# below it is rarely what was asked. The tightest distance that gave up at most 0.01 of the gold shown on
+# every dev set (bench/inject_threshold.py); USE alone (the hook's fast path) has its own.
+NEAR_BEST, NEAR_BEST_ALONE = 0.75, 1.0
 # Time kept back when a deadline decides whether e5 still fits: USE, keywords, fusion, the block and the
 # answer's way home (≈ 40 ms at 10k memories, bench/hook_latency.py).
 DEADLINE_RESERVE_MS = 45.0
@@ -126,7 +131,7 @@ class Card:
     tokens: int = 0
     situation: str = ""
     conflicts: list[str] = field(default_factory=list)
-    relevant: bool = True  # close enough to show unasked (see is_relevant); False marks a filler card
+    relevant: bool = True  # close enough to show unasked (is_relevant, near_best); False: a filler card
 
     def render(self) -> str:
         mark = "" if self.status == "confirmed" else "（未确认）"
@@ -210,6 +215,20 @@ def is_relevant(why: dict) -> bool:
             if sim >= gate or lifts.get(key, -math.inf) >= lift_gate:
                 return True
     return False
+
+
+def near_best(cards: list[Card]) -> None:
+    """Make filler of each relevant card that stands more than NEAR_BEST under the best lift among the
+    answer's cards in every encoder that scored it (pinned cards are not in `cards`: they keep their gate)."""
+    best: dict[str, float] = defaultdict(lambda: -math.inf)
+    for card in cards:
+        for key, lift in (card.why.get("lift") or {}).items():
+            best[key] = max(best[key], lift)
+    for card in cards:
+        lifts: dict = card.why.get("lift") or {}
+        if card.relevant and lifts:
+            near = NEAR_BEST_ALONE if len(card.why.get("sim") or {}) == 1 else NEAR_BEST
+            card.relevant = any(lift >= best[key] - near for key, lift in lifts.items())
 
 
 def _days_since(stamp: str, now: dt.datetime) -> float:
@@ -477,6 +496,7 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
             continue
         budget -= card.tokens
         result.cards.append(card)
+    near_best(result.cards)
 
 
 def session_start(store: MemoryStore) -> tuple[str | None, list[Card]]:
