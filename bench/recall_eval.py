@@ -13,7 +13,10 @@ activation, decay and emotion cost in recall when memories carry random values o
 R@k is the share of a case's gold memories in the top k, averaged over cases with gold.
 
     python bench/recall_eval.py [--tune] [--sets memdaily,dialogue,companion,longchat] [--limit N]
-                                [--db sqlite|postgresql|both]
+                                [--db sqlite|postgresql|both] [--leave-one-out]
+
+--leave-one-out tunes the fusion on every three sets' dev splits and reports the fourth's test split: does
+what was chosen hold on a kind of data it was not chosen on?
 
 --db both runs every case against a SQLite and a PostgreSQL store of the same memories (a pgserver
 PostgreSQL in a temporary folder) and compares every ranking between them.
@@ -278,6 +281,21 @@ def tune(dev: dict[str, list[dict]]) -> Fusion:
     return best
 
 
+def leave_one_out(dev: dict[str, list[dict]], test: dict[str, list[dict]]) -> None:
+    """Does the fusion hold on a set it was not tuned on? For each set, the settings tuned on the other sets'
+    dev splits, on this set's test split, beside the settings in use (tuned on all four)."""
+    print("\nleave one set out: tuned on the other sets' dev, this set's test (R@1 / R@5, lead over the best part)")
+    lines = []
+    for held in dev:
+        fusion = tune({name: rows for name, rows in dev.items() if name != held})
+        cells = []
+        for f in (fusion, FUSION):
+            (r1, r5), (l1, l5) = score(test[held], fused_order(f)), leads({held: test[held]}, f)[held]
+            cells.append(f"{r1:.3f} / {r5:.3f} (lead {l1:+.3f} / {l5:+.3f})")
+        lines.append(f"{held:<11}held out {cells[0]}   in use {cells[1]}")
+    print("\n".join(lines))
+
+
 def report(per_set: dict[str, list[dict]], fusion: Fusion, split: str) -> None:
     print(f"\nR@1 / R@5 on the {split} split (cases with gold)")
     columns = [("jieba BM25", lambda r: r["rank"].get("jieba", [])),
@@ -369,6 +387,8 @@ def main() -> None:
     ap.add_argument("--no-adjust", action="store_true", help="skip the adjustment table")
     ap.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="sqlite",
                     help="where the stores live; both: also compare every ranking between the two")
+    ap.add_argument("--leave-one-out", action="store_true",
+                    help="also tune on every three sets' dev and report the fourth's test (about 10 minutes)")
     ap.add_argument("--rows", type=Path, default=None, help="also write every case's rankings here (pickle)")
     args = ap.parse_args()
     started = time.perf_counter()
@@ -415,6 +435,8 @@ def main() -> None:
             print(f"\nin use: {FUSION} (dev objective {objective(split_rows['dev'], FUSION):.4f})")
             report(split_rows["dev"], fusion, "dev (tuned)")
         report(split_rows["test"], FUSION, "test")
+        if args.leave_one_out:
+            leave_one_out(split_rows["dev"], split_rows["test"])
         if not args.no_adjust:
             adjustments(sets, stores, encoders, "test")
     print(f"\n({time.perf_counter() - started:.0f} s)", file=sys.stderr)
