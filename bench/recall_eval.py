@@ -275,11 +275,13 @@ def _nudged(fusion: Fusion, rng: random.Random) -> Fusion:
     def scaled(pairs, wake):
         return tuple((name, round(w * rng.choice(SCALES), 3) if w else rng.choice(wake)) for name, w in pairs)
 
+    def stepped(share):
+        return min(1.0, max(0.0, round(share + rng.choice([0, 0, -0.1, 0.1]), 2)))
+
     return dataclasses.replace(
         fusion, k=rng.choice([fusion.k, fusion.k, 3.0, 5.0, 8.0, 10.0]),
         weights=scaled(fusion.weights, (0.0, 0.0, 0.25, 0.5)), evidence=scaled(fusion.evidence, (0.0, 0.0, 0.25)),
-        evidence_share=min(1.0, max(0.0, round(fusion.evidence_share + rng.choice([0, 0, -0.1, 0.1]), 2))),
-        head_share=min(1.0, max(0.0, round(fusion.head_share + rng.choice([0, 0, -0.1, 0.1]), 2))))
+        evidence_share=stepped(fusion.evidence_share), head_share=stepped(fusion.head_share))
 
 
 SCALES = (0.5, 0.75, 1.0, 1.0, 1.5, 2.0)
@@ -412,7 +414,7 @@ def main() -> None:
     ap.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="sqlite",
                     help="where the stores live; both: also compare every ranking between the two")
     ap.add_argument("--leave-one-out", action="store_true",
-                    help="also tune on every three sets' dev and report the fourth's test (about 10 minutes)")
+                    help="also tune on every three sets' dev and report the fourth's test (about 50 minutes)")
     ap.add_argument("--rows", type=Path, default=None, help="also write every case's rankings here (pickle)")
     args = ap.parse_args()
     started = time.perf_counter()

@@ -211,13 +211,18 @@ def is_relevant(why: dict) -> bool:
     if not sims:
         return why.get("keyword", 0.0) >= KEYWORD_MIN
     lifts: dict = why.get("lift") or {}
-    alone = len(sims) == 1  # retrieve scores every candidate with each encoder that ran and holds its vector
     for key, sim in sims.items():
         if key in SPECS:
-            gate, lift_gate = SPECS[key].gates(alone)
+            gate, lift_gate = SPECS[key].gates(_alone(why))
             if sim >= gate or lifts.get(key, -math.inf) >= lift_gate:
                 return True
     return False
+
+
+def _alone(why: dict) -> bool:
+    """Whether one encoder alone scored the memory (retrieve scores every candidate with each encoder that
+    ran and holds its vector): it then has that encoder's gates and near-best distance for judging alone."""
+    return len(why.get("sim") or {}) == 1
 
 
 def near_best(cards: list[Card]) -> None:
@@ -230,7 +235,7 @@ def near_best(cards: list[Card]) -> None:
     for card in cards:
         lifts: dict = card.why.get("lift") or {}
         if card.relevant and lifts:
-            near = NEAR_BEST_ALONE if len(card.why.get("sim") or {}) == 1 else NEAR_BEST
+            near = NEAR_BEST_ALONE if _alone(card.why) else NEAR_BEST
             card.relevant = any(lift >= best[key] - near for key, lift in lifts.items())
 
 
