@@ -353,28 +353,35 @@ def report(per_set: dict[str, list[dict]], fusion: Fusion, split: str) -> None:
 
 
 def adjustments(sets, stores, encoders, split: str) -> None:
-    """R@1/@5 of the whole breath (fusion × adjustments) with each adjustment alone, all, and none."""
+    """R@1/@5 of the whole breath (fusion × adjustments) with each adjustment alone, all, and none, and how
+    many cases each variant moved against none: the cases with fewer gold memories in the top 5, and more."""
     variants = {"none": Adjust(0, 0, 0, 0), "importance": Adjust(breath_mod.ADJUST.importance, 0, 0, 0),
                 "activation": Adjust(0, breath_mod.ADJUST.activation, 0, 0),
                 "decay": Adjust(0, 0, breath_mod.ADJUST.decay, 0),
                 "emotion": Adjust(0, 0, 0, breath_mod.ADJUST.emotion), "all": breath_mod.ADJUST}
     print(f"\nwhat the gentle adjustments cost (breath end to end, {split} split; memories carry random "
-          "importance 1–10, 0–29 past recalls, 0–399 days inactive, random valence/arousal)")
-    print(f"{'set':<11}" + "".join(f"{v:>16}" for v in variants))
+          "importance 1–10, 0–29 past recalls, 0–399 days inactive, random valence/arousal; -lost/+gained: "
+          "cases with fewer / more gold memories in the top 5 than with none)")
+    print(f"{'set':<11}" + "".join(f"{v:>22}" for v in variants))
     for name, es in sets.items():
         cases = [c for c in es.split(split) if c.gold and c.store in stores]
-        cells = []
+        per_case = []
         for adjust in variants.values():
-            r1 = r5 = 0.0
+            hits = []
             for c in cases:
                 res = breath_mod.breath(stores[c.store], BreathRequest(query=c.query, context=c.context or None,
                                                                        max_results=5, max_tokens=100_000),
                                         encoders=encoders, now=NOW, touch=False, adjust=adjust)
                 order = [card.id for card in res.cards]
-                r1 += recall_at(order, c.gold, 1)
-                r5 += recall_at(order, c.gold, 5)
-            cells.append((r1 / len(cases), r5 / len(cases)))
-        print(f"{name:<11}" + "".join(f"{a:>9.3f} {b:.3f}" for a, b in cells))
+                hits.append((recall_at(order, c.gold, 1), recall_at(order, c.gold, 5)))
+            per_case.append(hits)
+        cells = []
+        for hits in per_case:
+            lost = sum(h[1] < base[1] for h, base in zip(hits, per_case[0]))
+            gained = sum(h[1] > base[1] for h, base in zip(hits, per_case[0]))
+            r1, r5 = (sum(h[i] for h in hits) / len(cases) for i in (0, 1))
+            cells.append(f"{r1:.3f} {r5:.3f} -{lost}/+{gained}")
+        print(f"{name:<11}" + "".join(f"{cell:>22}" for cell in cells))
 
 
 def postgres(stack: contextlib.ExitStack) -> str:

@@ -387,3 +387,21 @@ def test_the_memory_that_clearly_answers_leads_and_agreement_orders_the_rest():
     single = fuse(sig, dataclasses.replace(two, evidence_share=two.head_share))
     assert sorted(single, key=lambda m: -single[m]) == ["a", "c", "b"]
     assert fuse(Signals(), FUSION) == {}
+
+
+def test_the_adjustments_order_the_places_after_the_first_and_never_the_first(svc):
+    """However far importance is allowed to move a score, the memory whose evidence stands out stays first;
+    the places after it follow the adjusted scores."""
+    from ombre.memory.breath import Adjust, breath
+
+    cat = hold(svc, "她的猫叫团子", importance=1)
+    for importance, text in enumerate(["她喜欢吃番茄炒蛋", "她在学吉他", "她怕打雷", "她每天早上喝美式咖啡"], start=3):
+        hold(svc, text, importance=importance)
+    ask = BreathRequest("团子最近怎么样")
+    plain = breath(svc.store, ask, encoders=svc.encoders, now=NOW, touch=False, adjust=Adjust(0, 0, 0, 0))
+    heavy = breath(svc.store, ask, encoders=svc.encoders, now=NOW, touch=False, adjust=Adjust(importance=0.99))
+    assert plain.cards[0].id == cat and heavy.cards[0].id == cat
+    assert heavy.cards[0].score < max(c.score for c in heavy.cards)
+    rest = [c.score for c in heavy.cards[1:]]
+    assert rest == sorted(rest, reverse=True) and len(rest) == 4
+    assert [c.id for c in plain.cards[1:]] != [c.id for c in heavy.cards[1:]]  # the adjustment did reorder

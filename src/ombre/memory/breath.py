@@ -94,7 +94,9 @@ HEAD_GAP = 0.05
 @dataclass(frozen=True)
 class Adjust:
     """How far importance, activation, decay and emotion may move a fused score: gently, a tie-breaker
-    between memories about equally relevant (bench/recall_eval.py shows what each costs in recall)."""
+    between memories about equally relevant. They order the places after the first; the first is the memory
+    whose evidence stands out most (fuse's head), and no metadata outweighs that (bench/recall_eval.py shows
+    what each adjustment costs in recall)."""
 
     importance: float = 0.04  # importance 1 weighs this much less than importance 10
     activation: float = 0.02  # a memory recalled many times weighs at most this much more
@@ -310,7 +312,7 @@ def fuse(signals: Signals, fusion: Fusion = FUSION) -> dict[str, float]:
     share, head_share = fusion.evidence_share, fusion.head_share
     out = {mid: (1 - share) * rank_s[mid] + share * evidence_s[mid] for mid in candidates}
     head = max(sorted(candidates), key=lambda mid: (1 - head_share) * rank_s[mid] + head_share * evidence_s[mid])
-    # first by a margin the gentle adjustments (a few per cent, rank_factor) rarely undo
+    # first in the fused order, and _recall keeps it first whatever the adjustments say
     out[head] = max(out.values()) + HEAD_GAP
     return out
 
@@ -489,7 +491,8 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
             scored.append((relevance * factor, m, {**why, **parts}))
         if len(scored) >= chunk:
             break
-    scored.sort(key=lambda x: -x[0])
+    head = order[0] if order else None  # see Adjust
+    scored.sort(key=lambda x: (x[1].id != head, -x[0]))
     budget = req.max_tokens
     for score, m, why in scored:
         relevant = is_relevant(why)
