@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
+import math
 import pickle
 import random
 import re
@@ -363,6 +364,7 @@ def adjustments(sets, stores, encoders, split: str) -> None:
           "importance 1–10, 0–29 past recalls, 0–399 days inactive, random valence/arousal; -lost/+gained: "
           "cases with fewer / more gold memories in the top 5 than with none)")
     print(f"{'set':<11}" + "".join(f"{v:>22}" for v in variants))
+    moved = {v: [0, 0] for v in variants}
     for name, es in sets.items():
         cases = [c for c in es.split(split) if c.gold and c.store in stores]
         per_case = []
@@ -376,12 +378,26 @@ def adjustments(sets, stores, encoders, split: str) -> None:
                 hits.append((recall_at(order, c.gold, 1), recall_at(order, c.gold, 5)))
             per_case.append(hits)
         cells = []
-        for hits in per_case:
+        for variant, hits in zip(variants, per_case):
             lost = sum(h[1] < base[1] for h, base in zip(hits, per_case[0]))
             gained = sum(h[1] > base[1] for h, base in zip(hits, per_case[0]))
+            moved[variant][0] += lost
+            moved[variant][1] += gained
             r1, r5 = (sum(h[i] for h in hits) / len(cases) for i in (0, 1))
             cells.append(f"{r1:.3f} {r5:.3f} -{lost}/+{gained}")
         print(f"{name:<11}" + "".join(f"{cell:>22}" for cell in cells))
+    print("all sets, cases out / in of the top 5, and the sign test's two-sided p (could the difference be "
+          "chance?): " + ", ".join(f"{v} -{a}/+{b} p={sign_test(a, b):.2f}" for v, (a, b) in moved.items()
+                                   if v != "none"))
+
+
+def sign_test(a: int, b: int) -> float:
+    """Two-sided exact binomial p of a against b changes, each equally likely."""
+    n = a + b
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(a, b) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
 
 
 def postgres(stack: contextlib.ExitStack) -> str:
