@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 import ombre  # noqa: E402
 from breath_latency import build, corpus, p95  # noqa: E402
+from ombre.memory.sqlite_store import SQLiteStore  # noqa: E402
 from tests.servers import Server, free_port, ombre_env  # noqa: E402
 from tests.transcript_gen import companion_session  # noqa: E402
 
@@ -64,7 +65,7 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(ombre.__file__).parent)], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        build(home / "ombre" / "ombre.db", args.memories, rng)
+        build(SQLiteStore(home / "ombre" / "ombre.db"), args.memories, rng)
         transcript = home / "session.jsonl"
         transcript.write_text(companion_session(rng, turns=60, payload_chars=8_000).text(), encoding="utf-8")
         base = ombre_env(home)

@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
+import os
 import math
 import pickle
 import random
@@ -52,7 +53,8 @@ from ombre.memory.store import MemoryStore
 
 import evalsets  # beside this script
 
-CACHE = Path(__file__).resolve().parent / "out" / "cache" / "vectors.pkl"
+# where the encoders' vectors are kept between runs (tests point it at a temporary folder)
+CACHE = Path(os.environ.get("OMBRE_BENCH_CACHE") or Path(__file__).resolve().parent / "out" / "cache" / "vectors.pkl")
 SIGNALS = [s for s, _ in FUSION.weights]
 NOW = dt.datetime(2026, 12, 4, 4, 0, tzinfo=dt.timezone.utc)
 
