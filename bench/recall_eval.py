@@ -28,8 +28,8 @@ import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
-import os
 import math
+import os
 import pickle
 import random
 import re

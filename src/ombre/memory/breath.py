@@ -213,9 +213,10 @@ def is_relevant(why: dict) -> bool:
     if not sims:
         return why.get("keyword", 0.0) >= KEYWORD_MIN
     lifts: dict = why.get("lift") or {}
+    alone = _alone(why)
     for key, sim in sims.items():
         if key in SPECS:
-            gate, lift_gate = SPECS[key].gates(_alone(why))
+            gate, lift_gate = SPECS[key].gates(alone)
             if sim >= gate or lifts.get(key, -math.inf) >= lift_gate:
                 return True
     return False
