@@ -34,13 +34,19 @@ def _objs(path: Path) -> list[dict]:
     return [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines()]
 
 
+def _texts(content: object) -> list[str]:
+    return [content] if isinstance(content, str) else [b["text"] for b in content if b.get("type") == "text"]
+
+
 def test_inject_puts_a_marked_handoff_first(tmp_path):
     path = _write(tmp_path, companion_session(random.Random(1), turns=5))
     result = run_forge(path, ForgeOptions(selector=Selector(retain=1), inject_text="正在谈：周末去哪。\n红线：别提前任。"))
     objs = assert_new_session_sound(path, Path(result.new_path))
     first = objs[0]
     assert first["type"] == "user" and first["isMeta"] is True and first["ombreHandoff"] is True
-    assert first["message"]["content"].startswith(HANDOFF_HEADER) and "别提前任" in first["message"]["content"]
+    # what the window carries of the cut (the turn's opening request, if the cut fell inside it), then the handoff
+    handoff = _texts(first["message"]["content"])[-1]
+    assert handoff.startswith(HANDOFF_HEADER) and "别提前任" in handoff
     # the kept tail follows: the last turn's own first line, or, when its tool work alone is over the
     # budget, the response after its finished calls (cut inside the turn)
     assert "ombreHandoff" not in objs[1] and (objs[1]["type"] == "user" or result.selection["cut_inside_turn"])
@@ -219,7 +225,15 @@ def test_forge_cuts_inside_a_long_turn_after_its_finished_tool_calls(tmp_path, c
     assert result.selection["cut_inside_turn"] is not None
     lines = [json.loads(x) for x in Path(result.new_path).read_text(encoding="utf-8").splitlines()]
     chain = [o for o in lines if o.get("type") in ("user", "assistant")]
-    assert chain[0]["type"] == "user" and chain[0].get("isMeta") and "接上文" in chain[0]["message"]["content"]
+    assert chain[0]["type"] == "user" and chain[0].get("isMeta")
+    # what the model knew of the cut part comes first, verbatim: the summary, else the turn's opening request
+    opening = _texts(chain[0]["message"]["content"])
+    if compacted:
+        assert opening[0] == "之前在修测试，修到一半。" and chain[0]["ombreCarry"] == ["summary", "marker"]
+    else:
+        assert opening[1] == "帮我把这个项目的测试都修好"
+        assert chain[0]["ombreCarry"] == ["request-label", "request", "marker"]
+    assert "接上文" in opening[-1]
     assert chain[1]["type"] == "assistant" and chain[-1]["type"] == "assistant"
     asked = [b["id"] for o in chain if o["type"] == "assistant" for b in o["message"]["content"]
              if b.get("type") == "tool_use"]
@@ -232,4 +246,7 @@ def test_a_handoff_opens_a_window_cut_inside_a_turn(tmp_path):
     path = _write(tmp_path, long_agentic_turn(random.Random(9), compacted=False))
     result = run_forge(path, ForgeOptions(selector=Selector(retain=20_000), inject_text="正在做：修测试。"))
     first = json.loads(Path(result.new_path).read_text(encoding="utf-8").splitlines()[0])
-    assert "正在做：修测试。" in first["message"]["content"] and any("the handoff" in w for w in result.warnings)
+    opening = _texts(first["message"]["content"])
+    # the handoff is added to what the model knows, never put in its place
+    assert opening[1] == "帮我把这个项目的测试都修好" and "正在做：修测试。" in opening[-1]
+    assert any("the handoff" in w for w in result.warnings) and result.carried == ["request"]

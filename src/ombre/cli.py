@@ -108,7 +108,7 @@ def anchors(settings: Settings, session: str | None, limit: int, as_json: bool) 
 def _format_anchors(path: Path, items: list) -> str:
     lines = [f"session {path.stem}  ({path})"]
     if not items:
-        lines.append("  no real user messages on the active chain")
+        lines.append("  no real user messages or compaction summaries on the active chain")
     lines += [_anchor_line(a) for a in items]
     return "\n".join(lines)
 
@@ -1131,7 +1131,7 @@ def format_tunnel(r) -> str:
     lines.append(f"  new sid   {r.new_sid}" + (" (preview)" if r.dry_run else ""))
     lines.append(f"  hold      {r.hold}")
     if r.handoff_preview:
-        lines.append("  handoff   " + r.handoff_preview.replace("\n", "\n            ")[:600])
+        lines.append("  handoff   " + r.handoff_preview.replace("\n", "\n            "))
     lines += [f"  re-bind   {r.rebind}", f"  started   {'yes' if r.started else 'no'}", f"  nudge     {r.nudge}"]
     lines += [f"  warning   {w}" for w in r.warnings]
     return "\n".join(lines)

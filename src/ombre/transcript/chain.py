@@ -59,6 +59,7 @@ class Entry:
     real_user: bool = False
     meta: bool = False
     compact_summary: bool = False
+    carry: tuple[str, ...] = ()  # an ombre carry line's block kinds (see window/carry.py); () for other lines
     text_preview: str = ""
     tokens: int | None = None  # estimated size; None until measured (see Transcript.measure)
     rider_tokens: int = 0  # attachments riding on this event, which Claude Code also sends
@@ -270,6 +271,9 @@ def _identify(entry: Entry, obj: dict, message: dict) -> None:
     entry.msg_id = sys.intern(msg_id) if isinstance(msg_id, str) else None
     entry.meta = bool(obj.get("isMeta"))
     entry.compact_summary = bool(obj.get("isCompactSummary"))
+    carry = obj.get("ombreCarry")
+    if isinstance(carry, list) and all(isinstance(k, str) for k in carry):
+        entry.carry = tuple(sys.intern(k) for k in carry)
     content = message.get("content")
     if isinstance(content, list):
         uses, results = [], []

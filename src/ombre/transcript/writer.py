@@ -21,18 +21,21 @@ def dump_line(obj: dict) -> bytes:
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
-def write_atomic(final: Path, lines: Iterable[bytes], verify: Callable[[Path], None]) -> int:
+def write_atomic(final: Path, lines: Iterable[bytes], verify: Callable[[Path], None], mode: int = 0o600) -> int:
     """Write `lines` to a temporary file beside `final`, call `verify` on it, then give it its name.
 
     Returns the number of bytes written. On any failure the temporary file is removed and `final`
-    does not exist. `final` must not exist beforehand: a new session never overwrites anything.
+    does not exist. `final` must not exist beforehand: a new session never overwrites anything. The file
+    is created with `mode` (a session holds a person's conversation: private unless its original was not).
     """
     if final.exists():
         raise FileExistsError(final)
     tmp = final.with_name(f".{final.name}.ombre-tmp")
     size = 0
     try:
-        with open(tmp, "wb") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        os.fchmod(fd, mode)  # the umask must not widen or narrow what the original had
+        with os.fdopen(fd, "wb") as f:
             for line in lines:
                 f.write(line)
                 f.write(b"\n")

@@ -27,7 +27,7 @@ from ..window.select import Selector
 from ..window.verify import Expectation, verify_session
 from . import new_window
 from .bridges import Bridge, send_nudge
-from .handoff import prepare
+from .handoff import prepare, preview
 
 Holder = Callable[[str, str], str]  # (handoff text, old sid) → memory id; raises on failure
 NUDGE = "（ombre 接续：刚换了窗口。先 breath(is_session_start=True) 看交接，再顺着刚才的话题自然接着聊；不要提换窗口。）"
@@ -176,7 +176,7 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
         step("handoff")
         try:
             handoff = options.handoff_text or prepare(path, options.handoff_days).render()
-            result.handoff_preview = handoff[:300]
+            result.handoff_preview = preview(handoff)
         except OmbreError as exc:
             result.warnings.append(f"no handoff pack ({exc.message}); forging without one")
         if options.hold and settings.ombre_hold and handoff:

@@ -19,10 +19,11 @@ from pathlib import Path
 from ..errors import DiskFullError, LiveSessionError, OmbreError, SelectionError, TranscriptError, UsageError
 from ..transcript.chain import Entry, Transcript, parse_timestamp, scan
 from ..transcript.reader import Fingerprint
-from ..tokens import context_pct
+from ..tokens import context_pct, estimate_block
 from ..transcript.writer import dump_line, write_atomic
 from . import history
-from .select import Selection, Selector, select
+from . import carry
+from .select import Selection, Selector, select, turns
 from .squash import SquashStats, squash_line
 from .verify import Expectation, verify_session
 
@@ -70,6 +71,7 @@ class ForgeResult:
     thinking_dropped: int
     selection: dict
     injected: bool
+    carried: list[str] = field(default_factory=list)  # what the first user message carries: summary, request
     dropped_trailing: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     bytes_before: int = 0
@@ -141,32 +143,90 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
         events = transcript.events
         whole = _complete_pairs(events)
         complete, dropped = _complete_prefix(transcript, events, whole)
-        selection = select(complete, options.selector, transcript.measure)
+        selection, carried = _select(transcript, complete, options.selector)
         if selection.cut_inside_turn is not None:
             # the kept tail starts with the assistant: the window needs a user line first
             options = replace(options, inject_text=options.inject_text or CUT_MARKER)
-        kept_events = transcript.measure(_end_on_reply([complete[i] for i in selection.kept], whole))
+        kept_events = transcript.measure(_end_on_reply([complete[i] for i in selection.kept if not
+                                                        complete[i].carry], whole))
         _refuse_bad_lines_inside(transcript, kept_events)
         lines = _kept_lines(transcript, kept_events)
         overhead = _system_overhead(transcript, events)
         result = _summarize(transcript, options, new_sid, selection, kept_events, lines, overhead, dropped)
+        result.tokens_kept += carried.tokens
+        result.carried = [kind for kind, part in (("summary", carried.summary), ("request", carried.request)) if part]
         result.warnings += remnant
         if selection.cut_inside_turn is not None:
             result.warnings.append(f"the last turn alone was over the budget: cut inside it at idx "
                                    f"{selection.cut_inside_turn} (after its finished tool calls); the new window "
                                    f"opens with {'the handoff' if options.inject_text != CUT_MARKER else 'a short marker'}"
                                    " as its first user message")
+        budget = _budget(options.selector)
+        if carried.summary and budget is not None and carried.tokens > budget:
+            result.warnings.append(f"the compaction summary and the turn's request (~{carried.tokens:,} tokens) are "
+                                   f"over the budget of {budget:,} on their own: kept anyway, since a window "
+                                   "without them resumes without knowing its task")
         if options.dry_run:
             return result
         final = path.with_name(f"{new_sid}.jsonl")
-        expect = Expectation(session_id=new_sid, source_pairs=whole)
-        produced = _produce(transcript, lines, new_sid, overhead, options, expect)
-        result.bytes_after = write_atomic(final, produced, lambda tmp: verify_session(tmp, expect))
+        # A tail retain (diet, forge, the tunnel) must keep what the person said last, or what stands for it;
+        # a range or days the person picked is theirs to choose.
+        required = carry.required_texts(transcript, complete) if options.selector.mode == "retain" else []
+        expect = Expectation(session_id=new_sid, source_pairs=whole, required=required)
+        produced = _produce(transcript, lines, new_sid, overhead, options, expect, carried)
+        result.bytes_after = write_atomic(final, produced, lambda tmp: verify_session(tmp, expect),
+                                          mode=_mode_of(path))
         if Fingerprint.of(path) != transcript.fingerprint:
             final.unlink(missing_ok=True)
             raise LiveSessionError("the session file changed while it was being forged; nothing was kept",
                                    path=path, hint="wait until the conversation is idle and run again")
         return result
+
+
+def _budget(selector: Selector) -> int | None:
+    return selector.retain if selector.mode == "retain" else selector.max_kept
+
+
+def _narrowed(selector: Selector, tokens: int) -> Selector:
+    """The selector with `tokens` (what the first user message carries) taken off its budget."""
+    if selector.mode == "retain" and selector.retain is not None:
+        return replace(selector, retain=selector.retain - tokens)
+    if selector.max_kept is not None:
+        return replace(selector, max_kept=max(0, selector.max_kept - tokens))
+    return selector
+
+
+def _select(t: Transcript, complete: list[Entry], selector: Selector) -> tuple[Selection, carry.Carried]:
+    """The selection and what its window carries, the carried parts counted against the budget.
+
+    Carrying more leaves less room, which may move the cut later and carry more again; the parts only grow
+    as the window shrinks, so a few rounds settle it."""
+    selection = select(complete, selector, t.measure)
+    carried = _carried(t, complete, selection)
+    for _ in range(4):
+        if not carried:
+            break
+        again = select(complete, _narrowed(selector, carried.tokens), t.measure)
+        if again.kept == selection.kept:
+            break
+        selection, carried = again, _carried(t, complete, again)
+    return selection, carried
+
+
+def _carried(t: Transcript, complete: list[Entry], selection: Selection) -> carry.Carried:
+    kept = [complete[i] for i in selection.kept]
+    turn_start = None
+    if selection.cut_inside_turn is not None:
+        turn_start = complete[turns(complete)[-1][0]]
+    return carry.carried(t, complete, kept, turn_start)
+
+
+def _mode_of(path: Path) -> int:
+    """The original's permission bits: Claude Code writes sessions 600, and a rewrite must not open them up."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        return 0o600
 
 
 def _refuse_live(t: Transcript) -> list[str]:
@@ -358,7 +418,8 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
 CUT_MARKER = "（接上文：这一轮很长，前面的部分留在原会话里，这里从中途接着做。）"
 
 
-def _handoff_line(template: dict, text: str, new_sid: str, when: dt.datetime) -> dict:
+def _handoff_line(template: dict, blocks: list[tuple[str, dict]], new_sid: str, when: dt.datetime) -> dict:
+    """The new window's first user line: what is carried (see carry.py), then the marker or the handoff."""
     line = {"parentUuid": None, "isSidechain": False}
     for key in ("userType", "cwd"):
         if key in template:
@@ -368,12 +429,25 @@ def _handoff_line(template: dict, text: str, new_sid: str, when: dt.datetime) ->
         if key in template:
             line[key] = template[key]
     line["type"] = "user"
-    line["message"] = {"role": "user", "content": f"{HANDOFF_HEADER}\n\n{text.strip()}"}
+    if len(blocks) == 1 and blocks[0][0] in (carry.HANDOFF, carry.MARKER):
+        content: object = blocks[0][1]["text"]  # a lone handoff stays a plain string, as it always was
+    else:
+        content = [block for _, block in blocks]
+    line["message"] = {"role": "user", "content": content}
     line["isMeta"] = True
     line["ombreHandoff"] = True
+    line["ombreCarry"] = [kind for kind, _ in blocks]
     line["uuid"] = str(uuidlib.uuid4())
     line["timestamp"] = _iso(when)
     return line
+
+
+def _opening_blocks(options: ForgeOptions, carried: carry.Carried) -> list[tuple[str, dict]]:
+    blocks = list(carried.blocks)
+    if options.inject_text:
+        kind = carry.MARKER if options.inject_text == CUT_MARKER else carry.HANDOFF
+        blocks.append((kind, {"type": "text", "text": f"{HANDOFF_HEADER}\n\n{options.inject_text.strip()}"}))
+    return blocks
 
 
 def _iso(moment: dt.datetime) -> str:
@@ -392,18 +466,20 @@ def _reset_usage(usage: dict, context: int) -> None:
 
 
 def _produce(t: Transcript, lines: list[Entry], new_sid: str, overhead: int, options: ForgeOptions,
-             expect: Expectation):
+             expect: Expectation, carried: carry.Carried):
     """Yield the new file's lines: one linear chain, new session id, strictly increasing timestamps."""
     prev_uuid: str | None = None
     prev_when: dt.datetime | None = None
     running = overhead
     step = dt.timedelta(milliseconds=1)
-    if options.inject_text:
+    opening = _opening_blocks(options, carried)
+    if opening:
         first = t.load(lines[0])
         start = parse_timestamp(first.get("timestamp")) or dt.datetime.now(dt.timezone.utc)
-        handoff = _handoff_line(first, options.inject_text, new_sid, start - step)
+        handoff = _handoff_line(first, opening, new_sid, start - step)
         prev_uuid, prev_when = handoff["uuid"], start - step
         expect.handoff_uuid = handoff["uuid"]
+        running += sum(estimate_block(b) for _, b in opening)
         yield dump_line(handoff)
     for e in lines:
         obj = t.load(e)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InvariantError
-from ..transcript.chain import parse_timestamp, scan
+from ..transcript.chain import clip, parse_timestamp, scan
+from ..transcript.lines import message_text
 from ..transcript.reader import iter_lines
 
 _UUID_THEN_TS = re.compile(rb'"uuid":"([0-9a-fA-F-]{36})","timestamp":"')
@@ -18,6 +19,8 @@ class Expectation:
     source_pairs: set[str] = field(default_factory=set)  # tool_use ids whose pair was whole in the source
     thinking: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # uuid -> (text, signature)
     handoff_uuid: str | None = None
+    # what the person said last (or the compaction summary standing for it): must be in the new window
+    required: list[str] = field(default_factory=list)
 
 
 def verify_session(path: Path, expect: Expectation) -> None:
@@ -70,6 +73,7 @@ def check_session(path: Path, expect: Expectation | None = None) -> list[str]:
     problems += _check_tool_pairs(messages, expect.source_pairs if expect else None)
     if expect:
         problems += _check_thinking(objs, expect)
+        problems += _check_required(messages, expect.required)
     # Claude Code's own chain rebuild must land on the same lines in the same order.
     with scan(path) as t:
         if [e.uuid for e in t.chain] != uuids:
@@ -120,6 +124,15 @@ def _check_tool_pairs(messages: list[dict], source_pairs: set[str] | None) -> li
                     if source_pairs is None or b["tool_use_id"] in source_pairs:
                         problems.append(f"tool_result for {b.get('tool_use_id')} lost its tool_use")
     return problems
+
+
+def _check_required(messages: list[dict], required: list[str]) -> list[str]:
+    """The newest person's words (or the summary that stands for them) are in the window, verbatim."""
+    if not required:
+        return []
+    said = "\n\n".join(message_text(o) for o in messages if o.get("type") == "user")
+    return [f"the new window lost what the model knew: {clip(text, 60)!r} is not in it (the newest person's "
+            "words, or the compaction summary standing for them)" for text in required if text not in said]
 
 
 def _check_thinking(objs: list[dict], expect: Expectation) -> list[str]:
