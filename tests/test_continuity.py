@@ -137,10 +137,12 @@ def test_forging_a_forged_window_carries_the_summary_and_request_again_not_the_o
     text = json.dumps(first, ensure_ascii=False)
     assert "把三十个测试都跑一遍" in text and "新的交接包" in text and "旧的交接包" not in text
     assert sum(1 for o in _lines(twice.new_path) if o.get("ombreCarry")) == 1
-    # a diet of the forged window keeps its first line's knowledge too (carried again, not doubled)
+    # a diet of the forged window keeps its first line whole, the swap's handoff included (carried, not doubled)
     dieted = run_diet(Path(once.new_path), DietOptions(retain=1_000_000, squash=500))
     first = _lines(dieted.new_path)[0]
-    assert first["ombreCarry"] == ["summary", "request-label", "request"]
+    assert first["ombreCarry"] == ["summary", "request-label", "request", "handoff"]
+    assert "旧的交接包" in json.dumps(first, ensure_ascii=False)
+    assert sum(1 for o in _lines(dieted.new_path) if o.get("ombreCarry")) == 1
 
 
 def test_range_ends_keep_the_summary_when_the_range_starts_after_it(tmp_path):

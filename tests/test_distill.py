@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 from ombre.settings import Settings
 from ombre.tunnel.keeper import Keeper
 from ombre.window import history
-from ombre.write.async_distill import Distiller, Turn, for_keeper, rules_candidates, status
+from ombre.write.async_distill import (Distiller, Turn, for_keeper, mark_started, reads_from, rules_candidates, started,
+                                       status)
 from ombre.write.commitment_arbitrate import open_service
 from ombre.write.llm import from_settings
 from tests.distill_score import load, score
@@ -112,12 +114,13 @@ def setup(tmp_path: Path, embedder):
     service.close()
 
 
-def test_the_cursor_reads_only_what_is_new_and_a_new_session_starts_at_its_end(setup):
+def test_the_cursor_reads_only_what_is_new_and_a_session_older_than_ombre_starts_when_ombre_did(setup):
     settings, service, chat = setup
     chat.turn("以前的事：我对芒果过敏。")
     d = Distiller(settings, service)
-    first = d.run(chat.path, now=chat.soon)
-    assert not first.ran and "cursor set at its end" in first.reason and not service.store.list()
+    first = d.run(chat.path, now=chat.soon)  # the first distillation: ombre starts listening now
+    assert not first.ran and "older session: read from" in first.reason and not service.store.list()
+    assert first.cursor is not None
     chat.turn("我们约好了，以后每周三晚上都视频一次。", "好呀，我答应你每周三都在。")
     chat.turn("今天好累啊。")
     assert d.run(chat.path, now=chat.soon).reason.startswith("not due (2/5")
@@ -315,3 +318,54 @@ def test_an_english_contraction_is_not_read_as_a_question(tmp_path):
     told = rules_candidates([Turn("person", "can't eat shellfish", "u0")], examples)
     assert [c.quote for c in told] == ["can't eat shellfish"]
     assert rules_candidates([Turn("person", "can you eat shellfish", "u0")], examples) == []
+
+
+# -- the first session after install is read from its start (issue #29 item 6) -------------------------------
+def test_a_session_begun_after_ombre_started_is_read_from_its_start(setup):
+    settings, service, chat = setup
+    mark_started(settings, now=dt.datetime(2026, 8, 3, 0, 0, tzinfo=dt.timezone.utc))  # `ombre install claude-code`
+    chat.turn("我对芒果过敏，千万别给我推荐芒果。", "记住了。")
+    chat.turn("我下个月十二号要考教资。", "加油！")
+    d = Distiller(settings, service)
+    first = d.run(chat.path, now=chat.soon + dt.timedelta(minutes=20))  # idle: due
+    assert first.ran and "new session: read from its start" in first.reason
+    quotes = {m.evidence.quote for m in service.store.list()}
+    assert any("芒果过敏" in q for q in quotes) and any("考教资" in q for q in quotes), quotes
+
+
+def test_an_older_session_is_read_from_when_ombre_started_and_warm_up_reads_its_last_turns(setup, tmp_path):
+    settings, service, chat = setup
+    chat.turn("以前说的：我对芒果过敏。")
+    began = chat.soon
+    mark_started(settings, now=began)
+    chat.b.advance(1)
+    chat.turn("我下个月十二号要考教资。")
+    d = Distiller(settings, service)
+    result = d.run(chat.path, force=True, dry_run=True, now=chat.soon)
+    assert "older session: read from" in result.reason and result.new_turns == 1
+    assert [c["quote"] for c in result.candidates] == ["我下个月十二号要考教资"]
+    warm = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre"),
+                              "OMBRE_DISTILL_WARMUP": "1"})
+    warmed = Distiller(warm, service).run(chat.path, force=True, dry_run=True, now=chat.soon)
+    assert "warm-up" in warmed.reason and warmed.new_turns == 2
+    assert "older ones only from then on" in reads_from(settings) and "warm-up on" in reads_from(warm)
+
+
+def test_install_marks_when_ombre_started_and_doctor_says_where_distillation_reads(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("OMBRE_", "CLAUDE"))},
+           "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre")}
+    exe = [sys.executable, "-m", "ombre.cli"]
+    out = subprocess.run(exe + ["install", "claude-code"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "distillation:" in out.stdout and "read from their start" in out.stdout
+    settings = Settings.from_env(env)
+    at = started(settings)
+    assert at is not None
+    again = subprocess.run(exe + ["install", "claude-code"], env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and started(settings) == at  # the first install's moment is kept
+    doctor = subprocess.run(exe + ["doctor", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)}
+    assert "read from their start" in checks["distillation start"]["detail"]

@@ -473,3 +473,58 @@ def test_the_hook_client_reads_every_form_of_service_address():
     assert host_port("localhost") == ("localhost", 80)
     assert host_port("[::1]:8765") == ("::1", 8765)
     assert host_port("[::1]") == ("::1", 80)
+
+
+# -- after a swap the handoff reaches the model once (issue #29 item 7) ------------------------------------
+def test_a_handoff_memory_is_never_a_per_turn_card(svc):
+    hold(svc, "话题：论文进度和桂花乌龙；对方状态：有点累", type="会话交接", tags=["会话交接", "forge"],
+         now=NOW - dt.timedelta(days=3))
+    for other in ("她养了一只橘猫叫馒头", "她每周三晚上去游泳", "她的生日是三月十二号", "她不吃香菜",
+                  "她在一家设计公司上班", "她喜欢听周杰伦的歌", "她周末常去图书馆"):
+        hold(svc, other, type="偏好")
+    prompt = "论文进度怎么样了，有点累"
+    from ombre.memory.breath import BreathRequest
+
+    recalled = svc.breath(BreathRequest(query=prompt, max_results=5), now=NOW).cards
+    assert any(c.type == "会话交接" and c.relevant for c in recalled)  # breath itself still finds it when asked
+    block = turn_block(svc, InjectRequest(prompt, session_id="s1"), now=NOW)
+    assert "论文进度" not in block.text
+    handoffs = {m.id for m in svc.store.list(type="会话交接", limit=10)}
+    assert not handoffs & set(block.cards)
+
+
+def test_a_window_that_opens_with_the_handoff_hears_no_just_now(svc):
+    hold(svc, "话题：论文进度和喝茶；对方状态：有点累", type="会话交接", tags=["会话交接", "forge"],
+         now=NOW - dt.timedelta(minutes=10))
+    opened = turn_block(svc, InjectRequest("今天好累", session_id="forged", window_has_handoff=True), now=NOW)
+    assert "【刚刚" not in opened.text
+    assert "【刚刚" in turn_block(svc, InjectRequest("今天好累", session_id="other"), now=NOW).text
+
+
+def test_the_session_start_hook_is_skipped_when_the_window_opens_with_the_handoff(served, tmp_path):
+    import random
+
+    from ombre.window.forge import ForgeOptions, run as run_forge
+    from ombre.window.select import Selector
+    from tests.transcript_gen import companion_session
+
+    home, env = served
+    folder = tmp_path / "p"
+    folder.mkdir()
+    b = companion_session(random.Random(3), turns=6)
+    source = folder / f"{b.sid}.jsonl"
+    source.write_text(b.text(), encoding="utf-8")
+    with_pack = run_forge(source, ForgeOptions(selector=Selector(retain=2_000), inject_text="当前话题：复诊"))
+    plain = run_forge(source, ForgeOptions(selector=Selector(retain=2_000)))
+    for new in (with_pack.new_session, plain.new_session):
+        history.append(home / "ombre" / "history.jsonl", {"at": dt.datetime.now(dt.timezone.utc).isoformat(),
+                                                          "mode": "forge", "old_sid": b.sid, "new_sid": new,
+                                                          "ok": True})
+    skipped, _ = run_hook("session-start", json.dumps({"session_id": with_pack.new_session, "source": "resume",
+                                                       "transcript_path": with_pack.new_path}), env)
+    assert skipped.stdout == ""
+    heard, _ = run_hook("session-start", json.dumps({"session_id": plain.new_session, "source": "resume",
+                                                     "transcript_path": plain.new_path}), env)
+    assert "带病历本" in json.loads(heard.stdout)["hookSpecificOutput"]["additionalContext"]
+    log = [json.loads(x) for x in (home / "ombre" / "hooks.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert any(e["outcome"] == "the window already opens with the handoff" for e in log)

@@ -19,7 +19,7 @@ from ombre.errors import BridgeError
 from ombre.settings import Settings
 from ombre.tunnel.bridges import CcConnectBridge, FileBridge
 from ombre.tunnel.handoff import prepare
-from ombre.tunnel.keeper import Keeper, KeeperState, decide, Reading
+from ombre.tunnel.keeper import Keeper, KeeperState, Reading, decide, status
 from ombre.tunnel.tunnel import TunnelOptions, memory_holder, recover, run
 from ombre.window import history
 from ombre.window.verify import Expectation, verify_session
@@ -197,6 +197,46 @@ def test_the_breaker_opens_after_repeated_failures(tmp_path, env, project):
         outcomes.append(keeper.tick(path, now=NOW + dt.timedelta(minutes=minutes)))
     assert [o["decision"] for o in outcomes] == ["fail", "fail", "skip"]
     assert outcomes[1]["breaker"] and outcomes[2]["reason"].startswith("breaker open")
+
+
+def test_a_session_the_rewrite_refuses_is_skipped_until_it_changes_not_hammered(tmp_path, env, project):
+    """Issue #29 item 5: a refusal is remembered for the file's fingerprint; later passes skip it (logged with
+    the reason) instead of failing into the breaker; status and doctor name it; a changed file is tried again."""
+    from ombre.doctor import run as doctor
+
+    settings = Settings.from_env({**env, "AUTO_FORGE_MAX_FAILURES": "2", "AUTO_FORGE_DIET_COOLDOWN_MINS": "0",
+                                  "AUTO_FORGE_HYSTERESIS_PCT": "0"})
+    path = heavy_session(project, used=120_000)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines.insert(len(lines) - 3, '{"parentUuid": "x", "broken')  # a line no rewrite may carry, in the kept tail
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    idle = (NOW - dt.timedelta(minutes=10)).timestamp()
+    os.utime(path, (idle, idle))
+    keeper = Keeper(settings, file_bridge(tmp_path, path.stem), None)
+    outcomes = []
+    for minutes in range(4):
+        state = KeeperState.load(settings.keeper_state, NOW)
+        state.armed_diet = True
+        state.save(settings.keeper_state)
+        outcomes.append(keeper.tick(path, now=NOW + dt.timedelta(minutes=minutes)))
+    assert [o["decision"] for o in outcomes] == ["fail", "skip", "skip", "skip"]
+    assert outcomes[0]["refused"] and "malformed line" in outcomes[0]["error"]
+    assert all("refused for this file" in o["reason"] and "malformed line" in o["reason"] for o in outcomes[1:])
+    state = KeeperState.load(settings.keeper_state, NOW)
+    assert not state.breaker and state.failures == 0
+    report = status(settings, path, None, now=NOW)
+    assert [r["session"] for r in report["refused"]] == [path.stem] and "malformed" in report["refused"][0]["reason"]
+    check = next(c for c in doctor(settings) if c.name == "keeper refusals")
+    assert not check.ok and path.stem in check.detail and "malformed" in check.detail
+    with path.open("a", encoding="utf-8") as f:  # the chat goes on: the file changes and is tried again
+        f.write(lines[-1] + "\n")
+    os.utime(path, (idle + 1, idle + 1))
+    state = KeeperState.load(settings.keeper_state, NOW)
+    state.armed_diet = True
+    state.save(settings.keeper_state)
+    again = keeper.tick(path, now=NOW + dt.timedelta(minutes=9))
+    assert again["decision"] == "fail" and again["refused"]  # tried, since the file is not the one refused
+    assert next(c for c in doctor(settings) if c.name == "keeper refusals").ok is False
 
 
 def test_a_truncated_state_file_restarts_the_cooldowns_instead_of_firing(tmp_path, env, project):

@@ -930,11 +930,13 @@ def _install(settings: Settings, install: bool, dry_run: bool, as_json: bool, ca
     import os
 
     from .inject.install import apply, plan, precompile
+    from .write.async_distill import mark_started, reads_from
 
     changes = [c for c in plan(settings, install=install, env=dict(os.environ), cache_1h=cache_1h) if c.changed]
     backups = [] if dry_run else apply(changes)
     if install and not dry_run:
         precompile()
+        mark_started(settings)
     verb = "install" if install else "uninstall"
     summary = {"dry_run": dry_run, "changed": [{"path": str(c.path), "what": c.what} for c in changes],
                "backups": [str(b) for b in backups]}
@@ -945,16 +947,19 @@ def _install(settings: Settings, install: bool, dry_run: bool, as_json: bool, ca
                   "with its own login (no API key; a small model, capped per day), set OMBRE_LLM=claude-code\n"
                   "(OMBRE_LLM_MODEL=haiku, OMBRE_LLM_DAILY_CALLS / OMBRE_LLM_DAILY_TOKENS) for `ombre serve` and the keeper.")
     summary["background_model"] = settings.llm
+    distill_hint = f"\ndistillation: {reads_from(settings)}" if install else ""
+    if install:
+        summary["distillation"] = reads_from(settings)
 
     def human() -> str:
         if not changes:
-            return f"nothing to {verb}: Claude Code is already set up that way" + model_hint
+            return f"nothing to {verb}: Claude Code is already set up that way" + model_hint + distill_hint
         head = f"{'would change' if dry_run else 'changed'}:"
         lines = [head] + [f"  {c.path}  ({c.what})" for c in changes]
         if dry_run:
             lines += ["", *(c.diff() for c in changes)]
         lines += [f"  backup {b}" for b in backups]
-        return "\n".join(lines) + model_hint
+        return "\n".join(lines) + model_hint + distill_hint
 
     _emit(as_json, summary, human)
 
@@ -1255,6 +1260,8 @@ def keeper_status(settings: Settings, session: str | None, as_json: bool) -> Non
                  f"{report['failures_in_a_row']} failure(s) in a row",
                  f"bound     {report['bound_sid'] or '?'}  newest written {report['newest_sid'] or '?'}"
                  + ("" if report["bound_is_newest"] else "  ← DIFFER")]
+        lines += [f"refused   {r['mode']} of {r['session']} ({r['at']}): {r['reason']}; skipped until the session "
+                  "changes" for r in report["refused"]]
         lines += [f"  {o.get('at', '')}  {o.get('decision', '?'):<7} {o.get('mode', '')} "
                   f"{o.get('reason') or o.get('error') or o.get('new_sid') or ''}" for o in report["last_outcomes"]]
         return "\n".join(lines)

@@ -150,6 +150,15 @@ def _keeper(s: Settings) -> list[Check]:
                             f"last diet {state.last_diet or 'never'}, last forge {state.last_forge or 'never'}"
                             + (f"; breaker OPEN after {state.failures} failures" if state.breaker else ""),
                             "fix the error of the last runs, then `ombre keeper reset`" if state.breaker else ""))
+    if s.keeper_state.exists():
+        from .tunnel.keeper import standing_refusals
+
+        refused = standing_refusals(KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc)))
+        checks.append(Check("keeper refusals", not refused,
+                            "; ".join(f"{r['mode']} of session {r['session']} refused: {r['reason']}" for r in refused)
+                            or "no session the keeper cannot rewrite",
+                            "the keeper skips these sessions until they change; `ombre forge SESSION --dry-run` shows "
+                            "why, and a report with the file helps fix it" if refused else ""))
     runs = [e for e in history.read(s.metrics_log, limit=200) if e.get("decision") in ("ok", "fail")][-20:]
     failed = [e for e in runs if e.get("decision") == "fail"]
     last = failed[-1].get("error") or failed[-1].get("reason") if failed else ""
@@ -167,6 +176,15 @@ def _writes(s: Settings) -> Check:
     ok = len(failed) < max(1, len(outcomes)) or not outcomes
     return Check("distillation", ok, f"last {len(outcomes)} runs: {held} memories held, {len(failed)} model "
                  "failures or fallbacks", "" if ok else "check OMBRE_LLM and `ombre distill status`")
+
+
+def _distill_start(s: Settings) -> Check:
+    from .write.async_distill import reads_from, started
+
+    if not s.async_distill:
+        return Check("distillation start", True, "background distillation is off (ASYNC_DISTILL=0)")
+    return Check("distillation start", True, reads_from(s) + ("" if started(s) else
+                 " (no install recorded: `ombre install claude-code` records it)"))
 
 
 def _arbitration(s: Settings) -> list[Check]:
@@ -237,7 +255,7 @@ def _database(s: Settings, fix: bool) -> list[Check]:
 def run(s: Settings, fix: bool = False, serve_health: dict | None = None) -> list[Check]:
     """`serve_health`: the service's own /health, when the caller is `ombre serve` itself (the dashboard)."""
     checks = [_serve(s, serve_health), _installed(s), *_bridge(s, fix), *_cc_connect(s), *_waiting_for_new(s), *_keeper(s),
-              _writes(s), *_arbitration(s), *_database(s, fix)]
+              _writes(s), _distill_start(s), *_arbitration(s), *_database(s, fix)]
     if fix:
         for c in checks:
             if c.name == "keeper cooldowns" and not c.ok and not s.keeper_state.exists():

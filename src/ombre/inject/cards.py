@@ -46,6 +46,8 @@ class InjectRequest:
     # encoder when that would not fit.
     budget_ms: float | None = None
     target_ms: float | None = None
+    # the window opens with a swap's handoff pack already: "Just Now" would say it a second time
+    window_has_handoff: bool = False
 
 
 @dataclass
@@ -154,7 +156,7 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
     sections: list[tuple[str, list[str]]] = []
     seen = _Seen(service, req.session_id)
 
-    handoff = _recent_handoff(service, now, service.settings.just_now_mins)
+    handoff = None if req.window_has_handoff else _recent_handoff(service, now, service.settings.just_now_mins)
     if handoff is not None and not seen.just_now(handoff.id):
         text = _clip(handoff.content, int(req.max_tokens * JUST_NOW_SHARE))
         cost = estimate_text(JUST_NOW_TITLE + "\n" + text)
@@ -167,7 +169,9 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
     tomorrow = today + dt.timedelta(days=1)
     due = [(to_card(m, 1.0, {"due": day.isoformat()}), day) for m, day in anniversary.due(service.store, [today, tomorrow])
            if m.type != HANDOFF_TYPE]
-    recalled = [c for c in result.cards if c.relevant]
+    # a handoff reaches a window once, by the swap's own paths ("Just Now", the session start, the window's
+    # first line): as a recalled card it would come back turn after turn, marked 未确认
+    recalled = [c for c in result.cards if c.relevant and c.type != HANDOFF_TYPE]
     groups = [
         ("【提醒 · 今明两天】", [(c, f"- {'今天' if day == today else '明天'} {c.render()}", True) for c, day in due]),
         ("【今日纪念】", [(c, _line(c), True) for c in ([result.anniversary] if result.anniversary else [])]),

@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 
 from ..memory.service import MemoryService
 from ..settings import Settings
+from ..transcript.lines import HANDOFF_HEADER
 from .cards import InjectRequest, turn_block
 from .hooks import request_block, within_budget
 
@@ -61,6 +62,19 @@ def last_user_prompt(body: object) -> str:
         return ""
     last = messages[-1]
     return person_text(last) if last.get("role") == "user" else ""
+
+
+def opens_with_handoff(body: dict) -> bool:
+    """Whether the conversation's first user message is a swap's handoff pack (the window a tunnel wrote)."""
+    messages = body.get("messages")
+    first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None) \
+        if isinstance(messages, list) else None
+    if first is None:
+        return False
+    content = first.get("content")
+    texts = [content] if isinstance(content, str) else [b.get("text") for b in content if isinstance(b, dict)] \
+        if isinstance(content, list) else []
+    return any(isinstance(t, str) and t.startswith(HANDOFF_HEADER) and "（接上文：" not in t for t in texts)
 
 
 def earlier_turns(body: dict, limit: int = 3) -> list[str]:
@@ -159,7 +173,8 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
                 return raw
             prompt = last_user_prompt(body)
             turn = InjectRequest(prompt, session_id=conversation_key(body), context=earlier_turns(body) or None,
-                                 budget_ms=timeout_s * 1000) if prompt else None
+                                 budget_ms=timeout_s * 1000, window_has_handoff=opens_with_handoff(body)) \
+                if prompt else None
             block = await block_for(turn) if turn else None
             if not block:
                 return raw
@@ -216,7 +231,8 @@ def remote_recall(settings: Settings) -> Recall:
     """Recall through a running `ombre serve` (OMBRE_URL), exactly as the hook asks it."""
     def recall(turn: InjectRequest) -> str | None:
         block = request_block(settings, turn.prompt, turn.session_id, settings.inject_timeout_ms / 1000,
-                              context=[t for t in turn.context or [] if isinstance(t, str)])
+                              context=[t for t in turn.context or [] if isinstance(t, str)],
+                              has_handoff=turn.window_has_handoff)
         if block is None or block.get("late"):
             return None
         return within_budget(block, settings.inject_max_cards, settings.inject_max_tokens)

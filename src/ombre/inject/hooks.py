@@ -22,6 +22,7 @@ from ..memory.query import RECENT_TURNS, TURN_CHARS
 from ..settings import Settings
 from ..tokens import estimate_text
 from ..transcript import tail
+from ..transcript.lines import opens_with_handoff
 from ..window import history
 
 EVENTS = {"user-prompt-submit": "UserPromptSubmit", "session-start": "SessionStart"}
@@ -43,14 +44,16 @@ def within_budget(block: dict, max_cards: int, max_tokens: int) -> str | None:
 
 
 def request_block(settings: Settings, prompt: str, session_id: object, timeout: float, *,
-                  context: list[str] | None = None, target: float | None = None) -> dict | None:
+                  context: list[str] | None = None, target: float | None = None,
+                  has_handoff: bool = False) -> dict | None:
     """Ask the running memory service for this turn's block (the hook, and the gateway's remote recall).
     It is told how long we still wait (`timeout`, s: a block finished later is not recorded as shown) and
     how soon we would like it (`target`, s: recall leaves out the slower encoder when that would not fit)."""
     body = {"prompt": prompt[-SEND_CHARS:], "session_id": session_id, "context": context or None,
             "max_cards": settings.inject_max_cards, "max_tokens": settings.inject_max_tokens,
             "budget_ms": round(timeout * 1000, 1),
-            "target_ms": None if target is None else round(max(0.0, target) * 1000, 1)}
+            "target_ms": None if target is None else round(max(0.0, target) * 1000, 1),
+            "window_has_handoff": has_handoff}
     return post_json(settings.memory_url + "/v1/inject", body, token=settings.token, timeout=timeout)
 
 
@@ -62,8 +65,10 @@ def user_prompt_submit(payload: dict, settings: Settings, timeout: float,
         return None, "no prompt", {}
     path = payload.get("transcript_path")
     # as many of the person's earlier utterances, as long, as a query reads
-    context = tail.person_turns(path, RECENT_TURNS, TURN_CHARS) if isinstance(path, str) and path else []
-    block = request_block(settings, prompt, payload.get("session_id"), timeout, context=context, target=target)
+    readable = isinstance(path, str) and bool(path)
+    context = tail.person_turns(path, RECENT_TURNS, TURN_CHARS) if readable else []
+    block = request_block(settings, prompt, payload.get("session_id"), timeout, context=context, target=target,
+                          has_handoff=readable and opens_with_handoff(path))
     if block is None:
         return None, "memory service unavailable", {"context": len(context)}
     text = within_budget(block, settings.inject_max_cards, settings.inject_max_tokens)
@@ -80,6 +85,9 @@ def session_start(payload: dict, settings: Settings, timeout: float,
     session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     if not just_swapped(settings, source, session_id):
         return None, f"source {source!r}: no swap to hand over", {}
+    path = payload.get("transcript_path")
+    if source != "compact" and isinstance(path, str) and path and opens_with_handoff(path):
+        return None, "the window already opens with the handoff", {}
     body = {"max_tokens": settings.session_start_max_tokens, "source": source, "session_id": session_id}
     block = post_json(settings.memory_url + "/v1/inject/session-start", body, token=settings.token,
                       timeout=timeout)

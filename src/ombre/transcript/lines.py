@@ -5,6 +5,9 @@ standard library and this module only.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 # Text Claude Code writes into user lines on its own (command output, notices, interruptions): not the
 # person talking, and not a turn start. A slash command the person typed (<command-name>) is a turn start.
 _SYNTHETIC_PREFIXES = (
@@ -13,6 +16,9 @@ _SYNTHETIC_PREFIXES = (
     "Caveat: The messages below",
 )
 PREVIEW_CHARS = 80
+# What heads the handoff pack a swap puts into a new window's first user message (window/forge.py).
+HANDOFF_HEADER = "【会话交接 · 由 ombre 在换窗时放入，不是对方说的话】"
+FIRST_LINE_MAX = 4 << 20  # a first line carrying a compaction summary runs to tens of KB, not megabytes
 
 
 def _content(obj: dict) -> object:
@@ -63,3 +69,22 @@ def is_real_user(obj: dict) -> bool:
     if not text and not isinstance(content, list):
         return False
     return not text.startswith(_SYNTHETIC_PREFIXES)
+
+
+def opens_with_handoff(path: str | Path) -> bool:
+    """Whether a session's window already opens with a swap's handoff pack (its first line, written by a
+    forge or tunnel): then the session-start block and "Just Now" would tell the model the same thing again."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(FIRST_LINE_MAX)
+        obj = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return False
+    if not isinstance(obj, dict) or not obj.get("ombreHandoff"):
+        return False
+    kinds = obj.get("ombreCarry")
+    if isinstance(kinds, list):
+        return "handoff" in kinds
+    # written before the carry line had kinds: a handoff unless it is the marker of a cut inside a turn
+    return HANDOFF_HEADER in json.dumps(obj.get("message"), ensure_ascii=False) and "（接上文：" not in \
+        json.dumps(obj.get("message"), ensure_ascii=False)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable
 
-from ..errors import OmbreError
+from ..errors import InvariantError, LiveSessionError, OmbreError, SelectionError, TranscriptError
 from ..files import replace_atomic
 from ..memory.model import shanghai_date
 from ..settings import Settings
@@ -34,6 +34,7 @@ from .tunnel import Holder, TunnelOptions, TunnelResult, run as run_tunnel
 
 
 METRICS_MAX_BYTES = 5_000_000  # a line every pass: about a month of 30-second passes per generation
+REFUSALS_KEPT = 20
 
 
 @dataclass
@@ -47,6 +48,8 @@ class KeeperState:
     armed_diet: bool = True
     armed_forge: bool = True
     note: str = ""
+    # rewrites refused for a file as it was (its fingerprint): tried again only once the session changes
+    refused: list[dict] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path, now: dt.datetime) -> "KeeperState":
@@ -182,6 +185,10 @@ class Keeper:
             self._save_if_changed(state, loaded)
             return metric(s, {"decision": "skip", "reason": f"cannot read the session: {exc}", "session": path.stem})
         decision = decide(state, reading, s, now)
+        refusal = refused_for(state, reading, decision.action)
+        if refusal is not None:
+            decision = Decision("skip", f"{decision.action} was refused for this file as it is "
+                                        f"({refusal['reason']}); tried again once the session changes")
         if decision.action != "skip" and self.bridge is None:
             # Without a bridge nothing would resume the new file: the chat would go on in the old one.
             decision = Decision("skip", "no bridge to re-bind (set OMBRE_BRIDGE): automatic swaps are off")
@@ -208,6 +215,8 @@ class Keeper:
             result = self.tunnel(s, path, TunnelOptions(mode=decision.action), bridge=self.bridge,
                                  holder=self.holder)
         except Exception as exc:  # noqa: BLE001 — recorded, counted, and the breaker decides
+            if is_refusal(exc):
+                return self._refused(state, base, decision, reading, exc)
             return self._failed(state, base, decision, str(exc))
         if not result.ok:
             return self._failed(state, base, decision, result.rebind, result)
@@ -223,6 +232,19 @@ class Keeper:
         if state != loaded:
             state.save(self.settings.keeper_state)
 
+    def _refused(self, state: KeeperState, base: dict, decision: Decision, reading: Reading,
+                 exc: Exception) -> dict:
+        """The file cannot be rewritten as it is: remember it, so the next passes skip it instead of failing
+        into the breaker; a new turn changes the fingerprint and lifts it."""
+        reason = exc.message if isinstance(exc, OmbreError) else str(exc)
+        entry = {"fingerprint": reading.fingerprint, "session": reading.session, "path": reading.path,
+                 "mode": decision.action, "reason": reason.splitlines()[0][:300], "at": base.get("at") or
+                 dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        state.refused = (state.refused + [entry])[-REFUSALS_KEPT:]
+        state.save(self.settings.keeper_state)
+        return metric(self.settings, {**base, "decision": "fail", "mode": decision.action, "error": reason,
+                                      "refused": True, "breaker": state.breaker})
+
     def _failed(self, state: KeeperState, base: dict, decision: Decision, error: str,
                 result: TunnelResult | None = None) -> dict:
         s = self.settings
@@ -231,6 +253,32 @@ class Keeper:
         state.save(s.keeper_state)
         return metric(s, {**base, "decision": "fail", "mode": decision.action, "error": error,
                           "hold": result.hold if result else None, "breaker": state.breaker})
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """A rewrite refused for what the file holds (a shape or line it cannot carry, a broken invariant), not for
+    a passing condition (a turn in flight, a bridge, a full disk): trying the same file again cannot help."""
+    if isinstance(exc, LiveSessionError):
+        return False
+    return isinstance(exc, (InvariantError, SelectionError, TranscriptError))
+
+
+def refused_for(state: KeeperState, reading: Reading, mode: str) -> dict | None:
+    return next((r for r in state.refused if r.get("fingerprint") == reading.fingerprint
+                 and r.get("mode") == mode), None) if mode != "skip" else None
+
+
+def standing_refusals(state: KeeperState) -> list[dict]:
+    """Refusals whose file is still as it was refused (a changed file is tried again)."""
+    out = []
+    for r in state.refused:
+        try:
+            now = Fingerprint.of(Path(r["path"]))
+        except (OSError, KeyError, TypeError):
+            continue
+        if f"{now.size}:{now.mtime_ns}" == r.get("fingerprint"):
+            out.append(r)
+    return out
 
 
 def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.datetime | None = None) -> dict:
@@ -258,6 +306,7 @@ def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.dateti
         "max_per_day": s.max_per_day, "failures_in_a_row": state.failures, "breaker": state.breaker,
         "bound_sid": bound, "newest_sid": newest, "bound_is_newest": bound is None or newest is None or bound == newest,
         "last_outcomes": history.read(s.metrics_log, limit=20), "note": state.note,
+        "refused": standing_refusals(state),
     }
 
 

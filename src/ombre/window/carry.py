@@ -33,6 +33,9 @@ class Carried:
 
     summary: list[dict] = field(default_factory=list)  # content blocks of the newest compaction summary
     request: list[dict] = field(default_factory=list)  # the opening request's blocks (with its heading)
+    # a kept carry line's own handoff or marker: what the window told the model at its swap, kept while no
+    # new handoff or marker takes its place
+    earlier: list[tuple[str, dict]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # uuids of the lines they came from
 
     @property
@@ -42,10 +45,10 @@ class Carried:
 
     @property
     def tokens(self) -> int:
-        return sum(estimate_block(b) for _, b in self.blocks)
+        return sum(estimate_block(b) for _, b in self.blocks + self.earlier)
 
     def __bool__(self) -> bool:
-        return bool(self.summary or self.request)
+        return bool(self.summary or self.request or self.earlier)
 
 
 def is_summary(e: Entry) -> bool:
@@ -107,6 +110,9 @@ def carried(t: Transcript, events: list[Entry], kept: list[Entry], turn_start: E
         out.summary = summary_blocks(t, summary)
         out.sources.append(summary.uuid)
     # the request that opened the turn cut inside, or the one a kept carry line stands for (that line goes)
+    if first.carry:
+        blocks = _blocks(_load(t, first))
+        out.earlier = [(k, b) for k, b in zip(first.carry, blocks) if k in (HANDOFF, MARKER)]
     opener = turn_start if turn_start is not None else (first if first.carry else None)
     if opener is not None and (opener.real_user or REQUEST in opener.carry):
         out.request = request_blocks(t, opener)

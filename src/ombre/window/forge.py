@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import DiskFullError, LiveSessionError, OmbreError, SelectionError, TranscriptError, UsageError
 from ..transcript.chain import Entry, Transcript, parse_timestamp, scan
+from ..transcript.lines import HANDOFF_HEADER  # noqa: F401 — part of forge's surface (tests, demo)
 from ..transcript.reader import Fingerprint
 from ..tokens import context_pct, estimate_block
 from ..transcript.writer import dump_line, write_atomic
@@ -27,7 +28,6 @@ from .select import Selection, Selector, select, turns
 from .squash import SquashStats, squash_line
 from .verify import Expectation, verify_session
 
-HANDOFF_HEADER = "【会话交接 · 由 ombre 在换窗时放入，不是对方说的话】"
 LIVE_SECONDS = 60  # a file touched this recently with a turn still open is a live session
 # A half-written last line in a file nobody has touched for this long is what a crash left behind, not a
 # reply being written: it is left out with a warning instead of blocking diet, forge and the tunnel forever.
@@ -447,6 +447,8 @@ def _opening_blocks(options: ForgeOptions, carried: carry.Carried) -> list[tuple
     if options.inject_text:
         kind = carry.MARKER if options.inject_text == CUT_MARKER else carry.HANDOFF
         blocks.append((kind, {"type": "text", "text": f"{HANDOFF_HEADER}\n\n{options.inject_text.strip()}"}))
+    else:
+        blocks += carried.earlier  # a diet of a swapped window keeps what its swap told the model
     return blocks
 
 

@@ -2,8 +2,10 @@
 
 Triggers: 5 real person turns since the last run, 10 idle minutes after a new turn, or right before a forge
 (the keeper's hook point). A cursor per session (the uuid and time of the last turn read) means a run reads
-only what is new; a forged session, which keeps its lines' uuids, inherits its parent's cursor, and a new
-session starts at its end unless warm-up is on. Each run proposes 0–3 candidates (zero is a normal answer)
+only what is new; a forged session, which keeps its lines' uuids, inherits its parent's cursor. A session
+with no cursor is read from its start when it began after Ombre started (`ombre install claude-code`, or the
+first distillation), and from that moment on when it is older: what was said before Ombre is not swept up
+(seed §8.1: no back-scan of history) unless the person turns warm-up on, which reads its last turns too. Each run proposes 0–3 candidates (zero is a normal answer)
 from the PERSON's turns only — the assistant's words are never stored as the person's facts — each quoted
 verbatim from the transcript, then held as `auto` through write_gate (low-surprise ones are only logged)
 and, where it applies, commitment arbitration; write_gate's daily quota caps automatic holds. A failing
@@ -20,6 +22,7 @@ from typing import Callable
 
 from ..memory import write_gate
 from ..memory.hold import HoldRequest
+from ..files import replace_atomic
 from ..memory.model import now_utc, shanghai_date
 from ..memory.service import MemoryService
 from ..settings import Settings
@@ -37,6 +40,38 @@ SYSTEM = ("你从一段陪伴对话里挑出值得长期记住的事，最多 3 
           "说的话当成对方的事实。只输出 JSON：{\"candidates\": [{\"type\": \"承诺|约定|规则|事件|偏好|关系|感受\", "
           "\"content\": \"一句话概括\", \"quote\": \"对方的原话，一字不改，最多两句\", \"importance\": 1-10}]}。"
           "闲聊、一时的情绪、寒暄不要记。")
+
+
+def start_path(settings: Settings) -> Path:
+    return settings.ombre_home / "distill-start.json"
+
+
+def started(settings: Settings) -> dt.datetime | None:
+    """When Ombre started listening: a session begun since is read from its start."""
+    try:
+        return parse_timestamp(json.loads(start_path(settings).read_text(encoding="utf-8")).get("at"))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def mark_started(settings: Settings, now: dt.datetime | None = None) -> dt.datetime:
+    """Record when Ombre started listening (install, or the first distillation); the first time is kept."""
+    at = started(settings)
+    if at is None:
+        at = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc)
+        replace_atomic(start_path(settings), json.dumps({"at": at.isoformat(timespec="seconds")}).encode("utf-8"))
+    return at
+
+
+def reads_from(settings: Settings) -> str:
+    """What install and doctor say about where distillation starts reading."""
+    at = started(settings)
+    since = settings.local(at.isoformat()) if at else "the first distillation"
+    if settings.distill_warmup:
+        return (f"sessions begun since {since} are read from their start; older ones from then on, plus their "
+                f"last {WARMUP_TURNS * 2} turns (warm-up on)")
+    return (f"sessions begun since {since} are read from their start; older ones only from then on "
+            "(OMBRE_DISTILL_WARMUP=1 also reads their last turns)")
 
 
 @dataclass
@@ -139,22 +174,20 @@ class Distiller:
         sid, turns = read_turns(path)
         cursor = self.cursor(sid)
         new = _after(turns, cursor)
-        if cursor is None and not self.settings.distill_warmup:
-            # a new session starts at its end: what came before was its parent's to distill (or warm-up's)
-            if not dry_run and turns:
-                self._save_cursor(sid, turns[-1])
-            return self._log(DistillResult(sid, False, "new session: cursor set at its end (warm-up off)",
-                                           cursor=turns[-1].uuid if turns else None, dry_run=dry_run))
+        start_note = ""
         if cursor is None:
-            new = turns[-WARMUP_TURNS * 2:]
+            new, start_note = self._first_read(turns, now, dry_run)
         person = [t for t in new if t.who == "person"]
         result = DistillResult(sid, False, "", len(person), cursor=(cursor or {}).get("uuid"), dry_run=dry_run)
         due = self._due(person, now)
         if not person:
-            result.reason = "nothing new"
+            result.reason = "nothing new" + start_note
+            if cursor is None and turns and not dry_run:
+                self._save_cursor(sid, turns[-1])  # all of it came before Ombre: start after it
+                result.cursor = turns[-1].uuid
             return self._log(result)
         if not (force or due):
-            result.reason = f"not due ({len(person)}/{TURNS_TRIGGER} new turns, not idle)"
+            result.reason = f"not due ({len(person)}/{TURNS_TRIGGER} new turns, not idle)" + start_note
             return self._log(result)
         advance, fallback = True, ""
         try:
@@ -163,7 +196,7 @@ class Distiller:
             candidates, fallback = self._rules(new), f"rules answered: {exc}"
         except ModelError as exc:  # the rules answer now, and the cursor stays so the model reads these again
             candidates, fallback, advance = self._rules(new), f"model failed, rules answered: {exc}", False
-        result.ran, result.reason = True, "forced" if force and not due else due
+        result.ran, result.reason = True, ("forced" if force and not due else due) + start_note
         result.fallback = fallback
         result.candidates = [asdict(c) for c in candidates]
         if dry_run:
@@ -179,6 +212,18 @@ class Distiller:
             self._save_cursor(sid, new[-1])
             result.cursor = new[-1].uuid
         return self._log(result)
+
+    def _first_read(self, turns: list[Turn], now: dt.datetime, dry_run: bool) -> tuple[list[Turn], str]:
+        """What a session with no cursor has to read, and a note saying from where."""
+        start = started(self.settings) or (now if dry_run else mark_started(self.settings, now))
+        began = parse_timestamp(turns[0].when) if turns else None
+        if began is None or began >= start:
+            return turns, "; new session: read from its start"
+        since = [t for t in turns if (parse_timestamp(t.when) or began) >= start]
+        if self.settings.distill_warmup:
+            recent = turns[-WARMUP_TURNS * 2:]
+            return (since if len(since) > len(recent) else recent), "; older session: warm-up reads its last turns"
+        return since, f"; older session: read from {start.isoformat(timespec='seconds')} (when ombre started) on"
 
     def _rules(self, turns: list[Turn]) -> list[Candidate]:
         """The rules, with the labelled examples' vote when the fast encoder is at hand."""
