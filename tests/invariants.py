@@ -27,17 +27,37 @@ def _ts(value: str) -> datetime:
 
 
 def _merged(objs: list[dict]) -> list[tuple[str, list]]:
-    out: list[tuple[str, list]] = []
+    """API messages as Claude Code 2.1.112's normalizeMessagesForAPI builds them: consecutive user lines join
+    (tool results first); an assistant line joins the assistant message with its message.id found walking
+    back over assistant and tool-result messages, else opens one."""
+    out: list[dict] = []
     for o in objs:
-        if o.get("type") not in ("user", "assistant"):
+        kind = o.get("type")
+        if kind not in ("user", "assistant"):
             continue
         c = o["message"]["content"]
-        blocks = c if isinstance(c, list) else [{"type": "text", "text": c}]
-        if out and out[-1][0] == o["type"]:
-            out[-1][1].extend(blocks)
+        blocks = list(c) if isinstance(c, list) else [{"type": "text", "text": c}]
+        if kind == "user":
+            if out and out[-1]["role"] == "user":
+                both = out[-1]["blocks"] + blocks
+                out[-1]["blocks"] = [b for b in both if b.get("type") == "tool_result"] + [
+                    b for b in both if b.get("type") != "tool_result"]
+            else:
+                out.append({"role": "user", "blocks": blocks, "id": None})
+            continue
+        mid = o["message"].get("id")
+        home = None
+        for m in reversed(out):
+            if m["role"] == "assistant" and mid and m["id"] == mid:
+                home = m
+                break
+            if m["role"] == "user" and not any(b.get("type") == "tool_result" for b in m["blocks"]):
+                break
+        if home is None:
+            out.append({"role": "assistant", "blocks": blocks, "id": mid})
         else:
-            out.append((o["type"], list(blocks)))
-    return out
+            home["blocks"].extend(blocks)
+    return [(m["role"], m["blocks"]) for m in out]
 
 
 def assert_new_session_sound(source: Path, new: Path, *, squash: int | None = None) -> list[dict]:

@@ -42,7 +42,9 @@ def test_anchors_are_real_user_events_with_forge_idx(src: Path, claude_home: Pat
         events = t.events
         for a in listed:
             e = events[a.idx]
-            assert e.uuid == a.uuid and e.real_user and a.time == local_time(e)
+            assert e.uuid == a.uuid and a.time == local_time(e)
+            # the person's messages, and compaction summaries (the person's earlier words live there)
+            assert e.real_user if a.kind == "person" else e.compact_summary and a.kind == "summary"
     assert [a.idx for a in listed] == sorted(a.idx for a in listed)
 
 

@@ -479,7 +479,7 @@ def build_chain(entries: list[Entry]) -> tuple[list[Entry], Entry | None, Entry 
             nxt = _timestamp_fallback(entries, cur, seen)
         cur = nxt
     walked.reverse()
-    return _restore_parallel_tool_calls(walked, entries), boundary, leaf
+    return _restore_parallel_tool_calls(walked, entries, parent_of), boundary, leaf
 
 
 def _timestamp_fallback(entries: list[Entry], child: Entry, seen: set[str]) -> Entry | None:
@@ -500,13 +500,17 @@ def _timestamp_fallback(entries: list[Entry], child: Entry, seen: set[str]) -> E
     return best
 
 
-def _restore_parallel_tool_calls(chain: list[Entry], entries: list[Entry]) -> list[Entry]:
+def _restore_parallel_tool_calls(chain: list[Entry], entries: list[Entry],
+                                 parent_of: Callable[[Entry], str | None]) -> list[Entry]:
     """Put back the pieces of one API response that the parent walk skipped.
 
     Since 2.1 each tool_result line is parented on the line of its own tool_use, so with parallel calls
-    only the last result sits on the chain. Like Claude Code, for each message.id on the chain, the
-    off-chain assistant lines with that id, then the off-chain tool_result lines hanging off them (each
-    group in timestamp order) go right after the last on-chain assistant line with that id.
+    only the last result sits on the chain. Like Claude Code 2.1.112 (its parallel tool-result recovery),
+    for each message.id on the chain: the off-chain assistant lines with that id, then the off-chain
+    tool_result lines whose parent (bridged over progress lines) is any line with that id, each group in
+    timestamp order, go right after the last on-chain assistant line with that id. A response whose
+    blocks continue after a tool result (A, its result, then B and C under the same id) is put back the
+    same way; the API request merges it into one assistant message (see window/verify.py).
     """
     on_chain = {e.uuid for e in chain}
     ids_on_chain = {e.msg_id for e in chain if e.type == "assistant" and e.msg_id}
@@ -519,8 +523,10 @@ def _restore_parallel_tool_calls(chain: list[Entry], entries: list[Entry]) -> li
                 siblings.setdefault(e.msg_id, []).append(e)
     results: dict[str, list[Entry]] = {}
     for e in entries:
-        if (e.type == "user" and e.tool_results and e.uuid not in on_chain and e.parent in owner):
-            results.setdefault(owner[e.parent], []).append(e)
+        if e.type == "user" and e.tool_results and e.uuid not in on_chain:
+            parent = parent_of(e)
+            if parent in owner:
+                results.setdefault(owner[parent], []).append(e)
     if not siblings and not results:
         return chain
     last_pos = {e.msg_id: i for i, e in enumerate(chain) if e.type == "assistant" and e.msg_id}

@@ -82,18 +82,45 @@ def check_session(path: Path, expect: Expectation | None = None) -> list[str]:
 
 
 def _api_messages(messages: list[dict]) -> list[tuple[str, list]]:
-    """Consecutive lines of one role merged, as Claude Code merges them into API messages."""
+    """The lines as Claude Code 2.1.112 turns them into API messages (normalizeMessagesForAPI): a user line
+    joins a user message before it (tool results first); an assistant line joins the assistant message of
+    the same message.id found by walking back over assistant and tool-result messages (one response whose
+    blocks continue after a tool result is one message), else starts a new one."""
     out: list[tuple[str, list]] = []
+    ids: list[str | None] = []
     for o in messages:
         role = o["type"]
         message = o.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
-        if out and out[-1][0] == role:
-            out[-1][1].extend(blocks)
+        msg_id = message.get("id") if isinstance(message, dict) else None
+        if role == "user":
+            if out and out[-1][0] == "user":
+                merged = out[-1][1] + list(blocks)
+                out[-1] = ("user", [b for b in merged if _is_result(b)] + [b for b in merged if not _is_result(b)])
+            else:
+                out.append(("user", list(blocks)))
+                ids.append(None)
+            continue
+        target = None
+        for n in range(len(out) - 1, -1, -1) if msg_id else ():
+            role_n, blocks_n = out[n]
+            if role_n == "assistant":
+                if ids[n] == msg_id:
+                    target = n
+                    break
+            elif not any(_is_result(b) for b in blocks_n):
+                break  # a person's message ends the walk
+        if target is None:
+            out.append(("assistant", list(blocks)))
+            ids.append(msg_id)
         else:
-            out.append((role, list(blocks)))
+            out[target][1].extend(blocks)
     return out
+
+
+def _is_result(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
 def _check_tool_pairs(messages: list[dict], source_pairs: set[str] | None) -> list[str]:
