@@ -29,6 +29,10 @@ shapes = st.fixed_dictionaries({
     "days": st.integers(1, 3),
     "thinking": st.booleans(),
     "spanning": st.booleans(),  # issue #16 shape (a): a message id that spans a tool result
+    # issue #29: responses streamed in batches (a message id continuing after results, results in any
+    # order hanging off their own calls or off progress lines), task notifications, hook attachments
+    "streamed": st.booleans(),
+    "notes": st.booleans(),
 })
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -177,6 +177,96 @@ class SessionBuilder:
             self.expected_chain.append(r)
             self.last = r
 
+    def streamed(self, batches: list[list[tuple[str, dict, object]]], *, parent_progress: bool = False,
+                 between: bool = False) -> None:
+        """One API response streamed as Claude Code 2.1 writes it: its tool calls run in batches while it
+        streams, so the same message.id continues after tool results. Each tool_use line hangs off the line
+        written before it, each result off its own tool_use line, and results come back in any order; the
+        next batch hangs off the last result written. Progress lines (hook and tool progress) fall in
+        between; with `parent_progress` (2.1.3x) the next line may hang off one of them. With `between`, a
+        text line of the same response sits between two batches.
+
+        Expected chain (Claude Code's walk and its parallel tool-result recovery): per batch, the calls up to
+        the one whose result came last, then that result; every other line of the response (calls after it,
+        other results), assistants first, each group in time order, right after the last on-chain call."""
+        msg_id = "msg_" + "".join(self.rng.choice("abcdefghijklmnop0123456789") for _ in range(24))
+        usage = self._usage()
+        off_assistants: list[str] = []
+        off_results: list[str] = []
+        last_on_chain: int = -1
+        for n, calls in enumerate(batches):
+            if between and n:
+                u = self._assistant_line(self._parent(parent_progress), msg_id,
+                                         {"type": "text", "text": "先看到这里，" + cjk_text(self.rng, 8)}, usage)
+                self.expected_chain.append(u)
+                self.last = u
+            owners = []
+            for name, inp, _ in calls:
+                tid = "toolu_" + self._uuid().replace("-", "")[:24]
+                u = self._assistant_line(self._parent(parent_progress), msg_id,
+                                         {"type": "tool_use", "id": tid, "name": name, "input": inp}, usage)
+                owners.append((u, tid))
+                self.last = u
+                self._loose_progress(u)
+            order = list(range(len(calls)))
+            self.rng.shuffle(order)
+            written = []
+            for i in order:
+                owner, tid = owners[i]
+                parent = owner
+                if parent_progress and self.rng.random() < 0.3:
+                    parent = self._loose_progress(owner) or owner  # a result under its call's hook progress
+                r = self._uuid()
+                self._emit(self._base(parent) | {"type": "user", "message": {"role": "user", "content": [
+                    {"tool_use_id": tid, "type": "tool_result", "content": calls[i][2]}]},
+                    "uuid": r, "timestamp": self._tick(2_000), "toolUseResult": {"stdout": "…"},
+                    "sourceToolAssistantUUID": owner})
+                written.append((i, r))
+                self._loose_progress(r)
+            k, last_result = written[-1]
+            self.expected_chain += [u for u, _ in owners[: k + 1]]
+            last_on_chain = len(self.expected_chain) - 1
+            self.expected_chain.append(last_result)
+            off_assistants += [u for u, _ in owners[k + 1:]]
+            off_results += [r for i, r in written[:-1]]
+            self.last = last_result
+        # recovered after the response's last on-chain line, assistants first (time order = write order)
+        recovered = [u for u in off_assistants] + sorted(off_results, key=self._written_at)
+        self.expected_chain[last_on_chain + 1:last_on_chain + 1] = recovered
+
+    def _written_at(self, uuid: str) -> int:
+        return next(i for i, line in enumerate(self.lines) if f'"uuid":"{uuid}"' in line)
+
+    def _parent(self, parent_progress: bool) -> str | None:
+        """The line a new line hangs off: the last one written, or (2.1.3x) a progress line after it."""
+        if parent_progress and self.rng.random() < 0.5:
+            return self._loose_progress(self.last) or self.last
+        return self.last
+
+    def _loose_progress(self, parent: str | None) -> str | None:
+        """0-2 progress lines hanging off `parent` (off the chain unless something hangs off them)."""
+        last = None
+        for _ in range(self.rng.randint(0, 2)):
+            u = self._uuid()
+            self._emit(self._base(last or parent) | {"type": "progress", "data": {"type": "hook_progress"},
+                                                    "toolUseID": "toolu_x", "timestamp": self._tick(50), "uuid": u})
+            last = u
+        return last
+
+    def task_notification(self) -> None:
+        """A background task reporting back: a user line the person did not type, answered by the assistant."""
+        self.user("<task-notification>\n<task-id>b" + self._uuid()[:6] + "</task-id>\n<status>completed</status>\n"
+                  "<summary>后台任务完成：" + cjk_text(self.rng, 10) + "</summary>\n</task-notification>")
+        self.reply([{"type": "text", "text": "后台的活干完了：" + cjk_text(self.rng, 12)}])
+
+    def attachment(self, text: str) -> None:
+        """Hook context Claude Code stores beside the prompt (a UserPromptSubmit hook's additionalContext)."""
+        u = self._uuid()
+        self._emit(self._base(self.last) | {"type": "attachment", "attachment": {
+            "type": "hook_additional_context", "content": [text], "hookName": "UserPromptSubmit",
+            "toolUseID": "hook-" + u[:8], "hookEvent": "UserPromptSubmit"}, "uuid": u, "timestamp": self._tick(20)})
+        self.last = u
+
     def compact(self, summary: str) -> None:
         b = self._uuid()
         self._emit(self._base(None) | {"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
@@ -216,7 +306,7 @@ class SessionBuilder:
 def companion_session(rng: random.Random, turns: int = 12, *, tool_every: int = 2, image_every: int = 0,
                       payload_chars: int = 3_000, compact_at: int | None = None, sidechain_at: int | None = None,
                       legacy_progress: bool = False, days: int = 1, thinking: bool = True,
-                      spanning: bool = False) -> SessionBuilder:
+                      spanning: bool = False, streamed: bool = False, notes: bool = False) -> SessionBuilder:
     """A long companion chat: CJK dialogue, thinking, parallel tool calls with long output, images."""
     b = SessionBuilder(rng, legacy_progress=legacy_progress)
     per_day = max(1, turns // days)
@@ -234,11 +324,18 @@ def companion_session(rng: random.Random, turns: int = 12, *, tool_every: int = 
                     {"type": "text", "text": "看这张照片：" + cjk_text(rng, 20)}])
         else:
             b.say(cjk_text(rng, rng.randint(5, 60)))
+        if notes and rng.random() < 0.3:
+            b.attachment("<system-reminder>ombre 本轮记忆：" + cjk_text(rng, 12) + "</system-reminder>")
         if tool_every and t % tool_every == 0:
             calls = [("Bash", {"command": "cat notes.txt", "description": "read"},
                       ascii_text(rng, rng.randint(payload_chars // 2, payload_chars)))
                      for _ in range(rng.randint(1, 3))]
-            if spanning and len(calls) > 1 or spanning and rng.random() < 0.5:
+            if streamed and rng.random() < 0.7:
+                batches = [[("Bash", {"command": f"step {n}.{i}"}, ascii_text(rng, rng.randint(payload_chars // 2,
+                                                                                              payload_chars)))
+                            for i in range(rng.randint(1, 3))] for n in range(rng.randint(1, 3))]
+                b.streamed(batches, parent_progress=rng.random() < 0.5, between=rng.random() < 0.3)
+            elif spanning and len(calls) > 1 or spanning and rng.random() < 0.5:
                 calls += [("Read", {"file_path": "notes.txt"}, ascii_text(rng, payload_chars // 2))] * (len(calls) < 2)
                 b.tool_round_spanning(calls)
             else:
@@ -249,6 +346,8 @@ def companion_session(rng: random.Random, turns: int = 12, *, tool_every: int = 
         b.reply(blocks)
         if rng.random() < 0.3:
             b.system_note()
+        if notes and rng.random() < 0.25:
+            b.task_notification()
     return b
 
 
