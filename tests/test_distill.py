@@ -369,3 +369,19 @@ def test_install_marks_when_ombre_started_and_doctor_says_where_distillation_rea
     doctor = subprocess.run(exe + ["doctor", "--json"], env=env, capture_output=True, text=True, timeout=120)
     checks = {c["name"]: c for c in json.loads(doctor.stdout)}
     assert "read from their start" in checks["distillation start"]["detail"]
+
+
+@pytest.mark.parametrize("turns, kept", [
+    # a proposal asked as a question, accepted by the companion, confirmed: an agreement, quoted as proposed
+    ([("person", "以后每周五晚上九点我们视频吧，好不好？"), ("assistant", "好呀，每周五晚上九点我等你。"),
+      ("person", "嗯嗯，说定了！")], [("约定", "以后每周五晚上九点我们视频")]),
+    # no objection is enough; a proposal the companion declines is nothing
+    ([("person", "咱们每天早上八点一起背单词行不行"), ("assistant", "可以呀")], [("约定", "咱们每天早上八点一起背单词")]),
+    ([("person", "以后每周五晚上九点我们视频吧，好不好？"), ("assistant", "不行哦，周五我不方便")], []),
+    # taken back in the next turn, or never answered yes
+    ([("person", "以后每周五晚上九点我们视频吧，好不好？"), ("assistant", "好呀"), ("person", "算了，还是不了，最近太忙")], []),
+    ([("person", "以后每周五晚上九点我们视频吧，好不好？"), ("assistant", "周五你不是要加班吗？")], []),
+])
+def test_an_agreement_made_across_turns_is_kept(turns, kept):
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert [(c.type, c.quote) for c in got] == kept, got

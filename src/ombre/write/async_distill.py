@@ -115,8 +115,11 @@ def rules_candidates(turns: list[Turn], examples: distill_rules.Examples | None 
     # the person turns that answer a question of the assistant's ("满月是哪天呀" → "下个月12号")
     answers = {n for n, t in enumerate(turns) if t.who == "person" and n and turns[n - 1].who == "assistant"
                and distill_rules.asks(turns[n - 1].text)}
+    # the person turns whose proposal the assistant said yes to ("…我们视频吧，好不好" → "好呀")
+    accepted = {n for n, t in enumerate(turns) if t.who == "person" and n + 1 < len(turns)
+                and turns[n + 1].who == "assistant" and distill_rules.accepts(turns[n + 1].text)}
     return [Candidate(kept.kind, clause, clause, kept.importance, turns[n].uuid, turns[n].when)
-            for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from)]
+            for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from, accepted)]
 
 
 def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:

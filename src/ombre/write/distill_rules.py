@@ -120,6 +120,14 @@ _EVENT = re.compile(r"结婚|订婚|离婚|怀孕|怀了|生了|出生|去世|�
                     r"来.{0,6}看我|伴娘|伴郎|婚礼|葬礼|体检|生病|病了|骨折|生宝宝|周岁|乔迁|买房|买车|分手|复合|在一起|求婚|领证|"
                     r"孩子出生|宝宝出生|去世|忌日|(?:" + _KIN + r")[^，。]{0,6}(?:走了|没了)|上幼儿园|上小学|开学|"
                     r"移民|大寿|嫁到|嫁给|娶了|离过|异地|(?i:\bsurgery\b|\bwedding\b|\bpregnant\b|\bpassed away\b)")
+# A proposal of something the two will do (以后每周五晚上九点我们视频吧 / …好不好): an agreement once the other side
+# accepts it, though it is asked as a question.
+_PROPOSAL = re.compile(r"(?:我们|咱们|咱俩|我俩|一起|你和我|我和你).{0,16}|.{0,16}(?:我们|咱们|咱俩|我俩|一起)")
+_PROPOSAL_ASK = re.compile(r"(?:吧|好不好|行不行|可不可以|可以吗|好吗|行吗|要不要|怎么样|如何|成不|好嘛|咋样)[呀啊呢嘛哈~～]*$")
+_STANDING = re.compile(_ONGOING + r"|每[天周月年晚早次个]|周[一二三四五六日天末]|星期|礼拜|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点")
+# how the other side accepts (好呀 / 可以 / 一言为定), not how it declines (不行 / 改天吧)
+_ACCEPT = re.compile(r"^(?:嗯+|好+[呀啊的哒嘞耶滴]*|行+|可以|没问题|当然|一言为定|说定了|成交|听你的|就这么定了|(?i:ok|okay|sure|deal))")
+_DECLINE = re.compile(r"不行|不可以|不好|不要|改天|算了|恐怕|没空|不太|不能|下次吧|再说")
 _WHEN = re.compile(r"腊月|正月|初[一二三四五六七八九十]|[一二三四五六七八九十]{1,3}月[初底]|明天|后天|大后天|下周|下星期|下礼拜|下个月|下月|这周[一二三四五六日天末]|周[一二三四五六日天末]|"
                    r"星期[一二三四五六日天]|礼拜[一二三四五六日天]|\d{1,2}\s*[号日]|\d{1,2}\s*月|[一二三四五六七八九十]{1,3}月|"
                    r"[一二三四五六七八九十]{1,3}号|五一|十一|国庆|春节|过年|元旦|中秋|端午|清明|寒假|暑假|今晚|今天晚上|"
@@ -323,14 +331,34 @@ def _from_context(parts: list[str], i: int, n: int, found: list[tuple[Kept, str,
     return None
 
 
+def accepts(reply: str) -> bool:
+    """Whether the assistant's turn says yes to what the person proposed ("好呀，每周五晚上九点我等你")."""
+    head = reply.strip()[:24]
+    return bool(_ACCEPT.match(head)) and not _DECLINE.search(head)
+
+
+def _proposal(parts: list[str], i: int) -> bool:
+    """Clause i proposes something the two will do, at a time or from now on, asked as a question (its own
+    tail, or the short clause after it: "我们每周五视频吧，好不好")."""
+    clause = _FILLER.sub("", parts[i])
+    nxt = _FILLER.sub("", parts[i + 1]) if i + 1 < len(parts) else ""
+    asked = bool(_PROPOSAL_ASK.search(clause) or _QUESTION_END.search(clause)) or \
+        bool(nxt) and len(nxt) <= 5 and bool(_PROPOSAL_ASK.search(nxt) or _QUESTION_END.search(nxt))
+    return asked and bool(_PROPOSAL.search(clause) and _STANDING.search(clause)) and not _WH.search(clause) and \
+        not _HYPOTHETICAL.search(clause) and not _CANCEL.search(clause)
+
+
 def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = None,
-               answers: Set[int] = frozenset(), add_from: float | None = None) -> list[tuple[Kept, str, int]]:
+               answers: Set[int] = frozenset(), add_from: float | None = None,
+               accepted: Set[int] = frozenset()) -> list[tuple[Kept, str, int]]:
     """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
     binding first, at most MAX_CANDIDATES. A plan called off later in the snippet goes with its cancel, a
     fact corrected later goes with its correction. A turn in `answers` replies to the assistant's question
     about what the person's turn before it asked for or planned ("满月是哪天呀" → "下个月12号"): a time
     it gives is kept as part of that. With `examples`, the nearest labelled clauses have a say (see the
-    module's doc), from `add_from` (default ADD_FROM)."""
+    module's doc), from `add_from` (default ADD_FROM). A turn in `accepted` was answered yes by the
+    assistant: a proposal in it ("以后每周五晚上九点我们视频吧，好不好" → "好呀") is an agreement, quoted as
+    proposed, unless a later turn takes it back."""
     votes: dict[str, tuple[float, str]] = {}
     add_from = ADD_FROM if add_from is None else add_from
     if examples is not None:
@@ -356,8 +384,12 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
             if _SECRET_MARKER.match(_FILLER.sub("", clause)):
                 secret_from = n
                 continue
-            kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "") or \
-                _from_context(parts, i, n, found, secret_from, changed_at, n in answers)
+            if n in accepted and _proposal(parts, i):
+                typed = _PROPOSAL_ASK.sub("", typed).rstrip("，,。 ") or typed
+                kept = Kept("约定", 7, 0)
+            else:
+                kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "") or \
+                    _from_context(parts, i, n, found, secret_from, changed_at, n in answers)
             if kept is None and typed in votes:
                 share, kind = votes[typed]
                 if share >= add_from and not supposing and not _hard_negative(clause) and \
