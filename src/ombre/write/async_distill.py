@@ -117,7 +117,8 @@ def rules_candidates(turns: list[Turn], examples: distill_rules.Examples | None 
                and distill_rules.asks(turns[n - 1].text)}
     # the person turns whose proposal the assistant said yes to ("…我们视频吧，好不好" → "好呀")
     accepted = {n for n, t in enumerate(turns) if t.who == "person" and n + 1 < len(turns)
-                and turns[n + 1].who == "assistant" and distill_rules.accepts(turns[n + 1].text)}
+                and turns[n + 1].who == "assistant" and distill_rules.accepts(
+                    turns[n + 1].text, turns[n + 2].text if n + 2 < len(turns) and turns[n + 2].who == "person" else "")}
     return [Candidate(kept.kind, clause, clause, kept.importance, turns[n].uuid, turns[n].when)
             for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from, accepted)]
 

@@ -126,7 +126,10 @@ _PROPOSAL = re.compile(r"(?:我们|咱们|咱俩|我俩|一起|你和我|我和�
 _PROPOSAL_ASK = re.compile(r"(?:吧|好不好|行不行|可不可以|可以吗|好吗|行吗|要不要|怎么样|如何|成不|好嘛|咋样)[呀啊呢嘛哈~～]*$")
 _STANDING = re.compile(_ONGOING + r"|每[天周月年晚早次个]|周[一二三四五六日天末]|星期|礼拜|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点")
 # how the other side accepts (好呀 / 可以 / 一言为定), not how it declines (不行 / 改天吧)
-_ACCEPT = re.compile(r"^(?:嗯+|好+[呀啊的哒嘞耶滴]*|行+|可以|没问题|当然|一言为定|说定了|成交|听你的|就这么定了|(?i:ok|okay|sure|deal))")
+_ACCEPT = re.compile(r"^(?:嗯+|好+[呀啊的哒嘞耶滴]*|行+|可以|没问题|当然|一言为定|说定了|成交|听你的|就这么定了|记住[了啦啰]|"
+                     r"记下[了啦]|收到|遵命|必须的|(?i:ok|okay|sure|deal))")
+# the person sealing it in the next turn ("嗯嗯，说定了！"): an agreement whatever words the companion used
+_CONFIRM = re.compile(r"^(?:嗯+|好+|那)?[，,～~ ]*(?:说定了|一言为定|就这么定了|约好了|说好了|拉钩|不许反悔)")
 _DECLINE = re.compile(r"不行|不可以|不好|不要|改天|算了|恐怕|没空|不太|不能|下次吧|再说")
 _WHEN = re.compile(r"腊月|正月|初[一二三四五六七八九十]|[一二三四五六七八九十]{1,3}月[初底]|明天|后天|大后天|下周|下星期|下礼拜|下个月|下月|这周[一二三四五六日天末]|周[一二三四五六日天末]|"
                    r"星期[一二三四五六日天]|礼拜[一二三四五六日天]|\d{1,2}\s*[号日]|\d{1,2}\s*月|[一二三四五六七八九十]{1,3}月|"
@@ -331,10 +334,13 @@ def _from_context(parts: list[str], i: int, n: int, found: list[tuple[Kept, str,
     return None
 
 
-def accepts(reply: str) -> bool:
-    """Whether the assistant's turn says yes to what the person proposed ("好呀，每周五晚上九点我等你")."""
+def accepts(reply: str, then: str = "") -> bool:
+    """Whether the assistant's turn says yes to what the person proposed ("好呀，每周五晚上九点我等你"), or says
+    does not say no and the person's next turn seals it (`then`: "嗯嗯，说定了！")."""
     head = reply.strip()[:24]
-    return bool(_ACCEPT.match(head)) and not _DECLINE.search(head)
+    if _DECLINE.search(head):
+        return False
+    return bool(_ACCEPT.match(head)) or bool(_CONFIRM.match(plain(then.strip())))
 
 
 def _proposal(parts: list[str], i: int) -> bool:
