@@ -237,7 +237,8 @@ def test_a_question_is_not_an_open_promise_and_state_comes_from_the_latest_feeli
 
 @pytest.mark.parametrize("sentence,question", [("我下个月要考什么来着", True), ("你还记得吗", True),
                                                ("你记得我生日是哪天吗？", True), ("明天提醒我带伞好吗", False),
-                                               ("周四下午三点我要去复诊，你记得提醒我。", False)])
+                                               ("周四下午三点我要去复诊，你记得提醒我。", False),
+                                               ("以后每天晚上十点我们互道晚安吧，好不好？", False)])
 def test_is_question(sentence, question):
     assert is_question(sentence) is question
 

@@ -18,7 +18,7 @@ from ..transcript import compaction
 from ..transcript.chain import Entry, Transcript, clip, scan
 from ..transcript.lines import message_text
 from ..window import carry
-from ..write.distill_rules import asks
+from ..write.distill_rules import asks, proposes
 
 HEADER = "【会话交接 · ombre handoff】"
 RECENT_TURNS = 40  # person turns looked at; older context lives out of window, in memory
@@ -27,8 +27,8 @@ STATE = re.compile(r"累|困|难过|伤心|开心|高兴|生病|发烧|感冒|�
                    r"害怕|紧张|哭|饿|疼|不舒服|心情|慌|怕|担心|难受|郁闷|崩溃|心累|低落|丧|emo|孤独|寂寞|无聊|"
                    r"兴奋|激动|期待|舒服|放松|生气|气死|烦躁|不安|忐忑|沮丧|失落|委屈|感动|幸福|睡不着|没睡好|"
                    r"(?:有点|好|太|特别|超|挺|真)(?:[累困烦慌怕饿冷热晕]|难受|开心|难过|紧张)", re.I)
-PROMISE = re.compile(r"答应|约好|约定|说好|记得|提醒|别忘|下次|明天|后天|周[一二三四五六日天]|星期|待会|等会|"
-                     r"要去|打算|计划|一定会|保证|承诺")
+PROMISE = re.compile(r"答应|约好|约定|说好|说定|一言为定|记得|提醒|别忘|下次|明天|后天|周[一二三四五六日天]|星期|待会|"
+                     r"等会|要去|打算|计划|一定会|保证|承诺|以后每|每天|每周|每晚")
 RED_LINE = re.compile(r"不要|别再|千万别|绝不|讨厌|不喜欢|不许|过敏|受不了|底线|不能")
 # Too common to say what a conversation is about.
 COMMON = set("我们 你们 他们 她们 自己 今天 明天 昨天 现在 就是 什么 怎么 这个 那个 还是 一下 没有 可以 因为 所以 "
@@ -145,6 +145,8 @@ def _said(t: Transcript, events: list[Entry]):
 def is_question(sentence: str) -> bool:
     """A question asks (「我下个月要考什么来着，你还记得吗」); a request asked nicely (「明天提醒我带伞好吗」) is a to-do."""
     body = sentence.strip().rstrip("。.!！~～…")
+    if proposes(body):  # 「以后每天晚上十点我们互道晚安吧，好不好？」 asks for an agreement, not a fact
+        return False
     if re.search(r"来着[?？]?$|记得吗|还记得|[?？]$", body) and not NICE_REQUEST.search(body):
         return True
     return asks(body) and not NICE_REQUEST.search(body)

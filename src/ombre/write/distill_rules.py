@@ -354,6 +354,12 @@ def _proposal(parts: list[str], i: int) -> bool:
         not _HYPOTHETICAL.search(clause) and not _CANCEL.search(clause)
 
 
+def proposes(text: str) -> bool:
+    """Whether the text proposes something the two will do ("以后每天晚上十点我们互道晚安吧，好不好？")."""
+    parts = [plain(c) for c in clauses(text)]
+    return any(_proposal(parts, i) for i in range(len(parts)))
+
+
 def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = None,
                answers: Set[int] = frozenset(), add_from: float | None = None,
                accepted: Set[int] = frozenset()) -> list[tuple[Kept, str, int]]:
