@@ -237,6 +237,10 @@ def format_result(r) -> str:
     lines.append(f"  idx       {sel.get('kept_from_idx')} … {sel.get('kept_to_idx')}")
     if sel.get("turns_trimmed_for_max_kept"):
         lines.append(f"  trimmed   {sel['turns_trimmed_for_max_kept']} oldest turn(s) over --max-kept")
+    if r.carried:
+        names = {"summary": "the compaction summary", "request": "the cut turn's opening request"}
+        lines.append("  carried   " + " and ".join(names[c] for c in r.carried) + ", verbatim, in the first user "
+                     "message (what the model knew of the part cut away)")
     if r.injected:
         lines.append("  handoff   injected as the first user event")
     lines.append(f"  new sid   {r.new_session}" + (" (preview)" if r.dry_run else ""))

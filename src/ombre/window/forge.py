@@ -408,7 +408,8 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
         thinking_kept=sum(e.thinking for e in kept), tool_pairs_kept=pairs,
         images_squashed=stats.images, payloads_squashed=stats.payloads, chars_removed=stats.chars_removed,
         thinking_dropped=stats.thinking_dropped, selection=selection,
-        injected=bool(options.inject_text), dropped_trailing=dropped, warnings=warnings,
+        injected=bool(options.inject_text) and options.inject_text != CUT_MARKER, dropped_trailing=dropped,
+        warnings=warnings,
         bytes_before=t.fingerprint.size,
     )
 
