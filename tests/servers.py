@@ -30,10 +30,10 @@ def ombre_env(home: Path, **extra: str) -> dict[str, str]:
 
 class Server:
     def __init__(self, home: Path, token: str | None = None, env: dict[str, str] | None = None,
-                 port: int | None = None, host: str = "127.0.0.1") -> None:
+                 port: int | None = None, host: str = "127.0.0.1", args: tuple[str, ...] = ()) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        args = OMBRE + ["serve", "--host", host, "--port", str(self.port)] + (["--token", token] if token else [])
+        args = OMBRE + ["serve", "--host", host, "--port", str(self.port), *args] + (["--token", token] if token else [])
         self.proc = subprocess.Popen(args, env=ombre_env(home, **(env or {})), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         deadline = time.time() + 30
@@ -52,6 +52,27 @@ class Server:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+
+
+class Gateway:
+    def __init__(self, home: Path, upstream: str, *args: str, **env: str) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}"
+        port = self.url.rsplit(":", 1)[1]
+        self.proc = subprocess.Popen(OMBRE + ["gateway", "--port", port, "--upstream", upstream, *args],
+                                     env=ombre_env(home, **env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                httpx.get(self.url + "/v1/models", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(self.proc.stderr.read().decode()[-2000:])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
 
 
 def cc_connect_file(tmp_path: Path, sid: str, work_dir: str = "/home/user/companion", key: str = "qq:42") -> Path:

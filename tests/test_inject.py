@@ -24,7 +24,7 @@ from ombre.settings import Settings
 from ombre.tokens import estimate_text
 from ombre.window import history
 from tests.fake_anthropic import FakeAnthropic
-from tests.servers import OMBRE, Server, free_port, ombre_env
+from tests.servers import OMBRE, Gateway, Server, free_port, ombre_env
 
 NOW = dt.datetime(2026, 12, 3, 4, 0, tzinfo=dt.timezone.utc)  # 12:00 in Shanghai
 HOOK = [str(Path(sys.executable).parent / "ombre"), "hook"]
@@ -208,27 +208,6 @@ def test_session_start_hook_hands_over_only_after_a_swap(served):
 
 
 # -- the gateway --------------------------------------------------------------------------------------
-class Gateway:
-    def __init__(self, home: Path, upstream: str, *args: str, **env: str) -> None:
-        self.url = f"http://127.0.0.1:{free_port()}"
-        port = self.url.rsplit(":", 1)[1]
-        self.proc = subprocess.Popen(OMBRE + ["gateway", "--port", port, "--upstream", upstream, *args],
-                                     env=ombre_env(home, **env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                httpx.get(self.url + "/v1/models", timeout=1)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(self.proc.stderr.read().decode()[-2000:])
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-
-
 @pytest.fixture
 def gateway(tmp_path: Path):
     subprocess.run(OMBRE + ["hold", "她周四下午三点要去医院复诊", "--type", "承诺", "--quote", "我周四下午三点复诊"],

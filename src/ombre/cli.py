@@ -345,10 +345,14 @@ def _via_serve(settings: Settings, route: str, body: dict) -> dict | None:
                                                        if settings.token else {})
     from .client import health
 
-    up = health(settings.memory_url, timeout=0.5)
-    if up is None or up.get("database") != settings.database_label or up.get("namespace", "default") != \
-            settings.namespace:
-        return None  # nothing answers, or a service on another store or namespace
+    up = health(settings.memory_url, timeout=0.5, token=settings.token)
+    # ours when it serves this store (the owner is told which), or this namespace to this namespace's token
+    # (which is not told the store); anything else — nothing, another store, a service that says only "ok" —
+    # is not ours to write through
+    ours = up is not None and up.get("namespace") == settings.namespace and (
+        up.get("database") == settings.database_label or "database" not in up and bool(settings.token))
+    if not ours:
+        return None
     request = urllib.request.Request(settings.memory_url + route, json.dumps(body, ensure_ascii=False).encode(),
                                      headers)
     try:
@@ -467,10 +471,13 @@ def _format_breath(r) -> str:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8765, show_default=True)
 @click.option("--token", envvar="OMBRE_TOKEN", default=None, help="Bearer token (required off loopback).")
+@click.option("--allow-host", "allow_host", multiple=True, metavar="NAME",
+              help="Another name requests may use for this service (besides 127.0.0.1, localhost, ::1 and --host).")
 @click.option("--stdio", is_flag=True, help="Serve MCP over stdio instead of HTTP.")
 @click.pass_obj
 @handles_errors
-def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bool) -> None:
+def serve(settings: Settings, host: str, port: int, token: str | None, allow_host: tuple[str, ...],
+          stdio: bool) -> None:
     """Run the memory service: HTTP API (/v1/hold, /v1/breath, /v1/memories/ID, /health) and MCP at /mcp."""
     from .memory import backup
 
@@ -486,6 +493,7 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
         import uvicorn
 
         from .serve.http import check_bind, create_app
+        from .wire import allowed_hosts
 
         check_bind(host, token)
         service.warm()
@@ -496,7 +504,8 @@ def serve(settings: Settings, host: str, port: int, token: str | None, stdio: bo
             threading.Thread(target=backup.daily, args=(settings.memory_db, settings.backups_dir,
                                                         settings.backups_keep), name="ombre-backup", daemon=True).start()
         # the ready line is printed once the socket listens (uvicorn's own "started" is at log level info)
-        config = uvicorn.Config(create_app(service, token), host=host, port=port, log_level="warning")
+        config = uvicorn.Config(create_app(service, token, allowed_hosts(host, allow_host)), host=host, port=port,
+                                log_level="warning")
         server = uvicorn.Server(config)
 
         def ready() -> None:
@@ -600,19 +609,18 @@ def backup_command(settings: Settings, listing: bool, as_json: bool) -> None:
 @handles_errors
 def restore_command(settings: Settings, file: Path, as_json: bool) -> None:
     """Put a backup in place of the memory database (checked first; the current one is kept aside)."""
-    import socket
-
     _sqlite_only(settings, "restore")
-    from .client import host_port
+    from .client import health
     from .memory import backup
 
-    host, port = host_port(settings.memory_url.removeprefix("http://").split("/", 1)[0])
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            raise UsageError("ombre serve is running and holds the database open",
+    # the service of this OMBRE_HOME holds the database open; one of another home on that port does not
+    running = health(settings.memory_url, timeout=1, token=settings.token)
+    if running is not None:
+        home = running.get("home")
+        if home is None or Path(home).resolve() == settings.ombre_home.resolve():
+            raise UsageError(f"ombre serve is running at {settings.memory_url} and holds the database open"
+                             + ("" if home else " (it does not say which OMBRE_HOME it serves)"),
                              hint="stop it, run `ombre restore` again, then start it")
-    except OSError:
-        pass
     aside = backup.restore(file, settings.memory_db)
     report = {"restored": str(file), "database": str(settings.memory_db), "previous_kept_at": str(aside) if aside else None}
     _emit(as_json, report, lambda: f"restored {file} to {settings.memory_db}"
@@ -845,17 +853,18 @@ def memories_migrate(settings: Settings, target: str, namespace: str | None, ren
 
 
 @memories.command("export")
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--follow-symlinks", is_flag=True, help="PATH may be a symbolic link: write the file it points to.")
 @click.pass_obj
 @handles_errors
-def memories_export(settings: Settings, path: Path) -> None:
-    """Write every memory as JSON lines."""
+def memories_export(settings: Settings, path: Path, follow_symlinks: bool) -> None:
+    """Write every memory as JSON lines into the regular file PATH (never over a device, pipe or folder)."""
     service = _service(settings)
     try:
-        n = service.export(path)
+        n = service.export(path, follow_symlinks)
     finally:
         service.close()
-    click.echo(f"exported {n} memories to {path}")
+    click.echo(f"exported {n} memories to {path.resolve() if follow_symlinks else path}")
 
 
 @memories.command("import")
@@ -863,13 +872,20 @@ def memories_export(settings: Settings, path: Path) -> None:
 @click.pass_obj
 @handles_errors
 def memories_import(settings: Settings, path: Path) -> None:
-    """Add memories from an export; ids already present are skipped."""
+    """Add memories from an export; every line is checked as hold checks it (a refused line is named by its
+    number and the rest still import); ids already present are skipped."""
     service = _service(settings)
     try:
-        added, skipped = service.import_(path)
+        result = service.import_(path)
     finally:
         service.close()
-    click.echo(f"imported {added} memories, skipped {skipped} already present")
+    click.echo(f"imported {result.added} memories, skipped {result.skipped} already present"
+               + (f", refused {len(result.refused)} line(s)" if result.refused else ""))
+    if result.refused:
+        for n, why in result.refused[:50]:
+            click.echo(f"  {path}:{n}: {why}", err=True)
+        raise UsageError(f"{len(result.refused)} line(s) of {path} were refused (listed above); the others were "
+                         "imported", hint="fix those lines and import again: what is already in is skipped")
 
 
 @main.group()
@@ -901,9 +917,12 @@ def hook_session_start() -> None:
               "default https://api.anthropic.com].")
 @click.option("--memory-url", default=None, help="Recall through this running `ombre serve` instead of in "
               "this process.")
+@click.option("--allow-host", "allow_host", multiple=True, metavar="NAME",
+              help="Another name requests may use for the gateway (besides 127.0.0.1, localhost, ::1 and --host).")
 @click.pass_obj
 @handles_errors
-def gateway(settings: Settings, host: str, port: int, upstream: str | None, memory_url: str | None) -> None:
+def gateway(settings: Settings, host: str, port: int, upstream: str | None, memory_url: str | None,
+            allow_host: tuple[str, ...]) -> None:
     """Anthropic-compatible proxy that adds the turn's memory block to the last user message only."""
     import dataclasses
 
@@ -911,6 +930,7 @@ def gateway(settings: Settings, host: str, port: int, upstream: str | None, memo
 
     from .inject.gateway import LocalRecall, create_gateway, remote_recall
     from .serve.http import check_bind
+    from .wire import allowed_hosts
 
     check_bind(host, None)
     local = None
@@ -922,7 +942,7 @@ def gateway(settings: Settings, host: str, port: int, upstream: str | None, memo
         if problem:
             click.echo(f"warning: memory side unavailable, forwarding without cards: {problem}", err=True)
     app = create_gateway((upstream or settings.upstream).rstrip("/"), recall,
-                         timeout_s=settings.inject_timeout_ms / 1000)
+                         timeout_s=settings.inject_timeout_ms / 1000, hosts=allowed_hosts(host, allow_host))
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:

@@ -97,13 +97,15 @@ def _post_urllib(url: str, data: bytes, token: str | None, timeout: float) -> by
         return None if len(answer) > MAX_ANSWER_BYTES else answer
 
 
-def health(url: str, timeout: float) -> dict | None:
-    """`ombre serve`'s /health at `url` (the service's base URL), or None when nothing answers with JSON."""
+def health(url: str, timeout: float, token: str | None = None) -> dict | None:
+    """`ombre serve`'s /health at `url` (the service's base URL), or None when nothing answers with JSON.
+    Without the owner's token (on a service that has one) it says only whether it is ok."""
     import urllib.request
 
+    request = urllib.request.Request(url + "/health", headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(url + "/health", timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             answer = json.loads(response.read(MAX_ANSWER_BYTES + 1))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return answer if isinstance(answer, dict) else None

@@ -32,7 +32,7 @@ class Check:
 def _serve(s: Settings, own: dict | None = None) -> Check:
     from .client import health as probe
 
-    health = own if own is not None else probe(s.memory_url, timeout=2)
+    health = own if own is not None else probe(s.memory_url, timeout=2, token=s.token)
     if health is None:
         return Check("memory service", False, f"nothing answers at {s.memory_url}",
                      "start it: `ombre serve` (or `systemctl --user start ombre-serve` after `ombre install service`)")

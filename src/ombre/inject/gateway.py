@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from ..memory.service import MemoryService
 from ..settings import Settings
 from ..transcript.lines import HANDOFF_HEADER
+from ..wire import allowed_hosts, misdirected
 from .cards import InjectRequest, turn_block
 from .hooks import request_block, within_budget
 
@@ -135,7 +136,9 @@ def _forward_headers(request: Request) -> dict[str, str]:
 
 
 def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
-                   client: httpx.AsyncClient | None = None) -> FastAPI:
+                   client: httpx.AsyncClient | None = None, hosts: frozenset[str] = allowed_hosts()) -> FastAPI:
+    """The proxy. Like `ombre serve`, it answers only requests sent to one of `hosts` and takes no browser's
+    request from another origin: a page that rebinds its name to 127.0.0.1 must not spend the person's key."""
     http = client or httpx.AsyncClient(base_url=upstream, timeout=httpx.Timeout(600.0, connect=10.0))
 
     @contextlib.asynccontextmanager
@@ -144,6 +147,15 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
         await http.aclose()
 
     app = FastAPI(title="Ombre gateway", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+
+    @app.middleware("http")
+    async def same_site(request: Request, call_next):
+        refused = misdirected(request.method, request.headers.get("host", ""), request.headers.get("origin"),
+                              hosts, "ombre gateway")
+        if refused:
+            status, body = refused
+            return JSONResponse(body, status_code=status)
+        return await call_next(request)
 
     async def block_for(turn: InjectRequest) -> str | None:
         try:

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..files import replace_atomic
 from ..settings import Settings
+from ..wire import loads
 from .hooks import EVENTS
 
 MCP_NAME = "ombre"
@@ -78,14 +79,20 @@ def global_config_path(settings: Settings) -> Path:
 
 
 def _read(path: Path) -> str | None:
-    return path.read_text(encoding="utf-8") if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text", hint="fix or move that file, then run the command again; "
+                                                          "nothing was changed") from None
 
 
 def _load_json(path: Path, text: str | None) -> dict:
     if text is None or not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = loads(text, str(path))
     except ValueError as exc:
         raise UsageError(f"{path} is not valid JSON ({exc})",
                          hint="fix or move that file, then run the command again; nothing was changed") from None

@@ -31,14 +31,17 @@ def backups(backups_dir: Path) -> list[Path]:
     return sorted(where.glob(f"{PREFIX}*{SUFFIX}")) if where.exists() else []
 
 
-def problem(path: Path) -> str | None:
-    """Why `path` is not a usable Ombre memory database, or None when it is."""
+def problem(path: Path, thorough: bool = False) -> str | None:
+    """Why `path` is not a usable Ombre memory database, or None when it is (`thorough`: SQLite's full
+    integrity check, every index against its table, rather than the quick one)."""
+    if path.is_dir():
+        return f"{path} is a folder, not a database file"
     if not path.is_file():
-        return f"{path} does not exist"
+        return f"{path} does not exist" if not path.exists() else f"{path} is not a regular file"
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
         try:
-            check = db.execute("PRAGMA quick_check").fetchone()[0]
+            check = db.execute("PRAGMA integrity_check" if thorough else "PRAGMA quick_check").fetchone()[0]
             if check != "ok":
                 return f"{path} is damaged ({check})"
             if db.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone() is None:
@@ -115,23 +118,54 @@ def newest_good(backups_dir: Path) -> Path | None:
 
 
 def restore(source: Path, db_path: Path, now: dt.datetime | None = None) -> Path | None:
-    """Put `source` in place of the database, after checking it; the current database (with its WAL files)
-    is moved aside first and its new name returned (None when there was none)."""
+    """Put `source` in place of the database and return where the current one (with its WAL files) was kept
+    (None when there was none). Nothing is moved until a copy of `source` sits checked beside the database;
+    if putting it in place fails, the current database is put back and the error says so."""
     source = Path(source)
-    wrong = problem(source)
+    live = [db_path.with_name(db_path.name + suffix) for suffix in ("", "-wal", "-shm")]
+    if any(p.exists() and source.exists() and os.path.samefile(source, p) for p in live):
+        raise UsageError(f"will not restore: {source} is the live memory database itself",
+                         hint="give a backup (`ombre backup --list`), not the database it would replace")
+    wrong = problem(source, thorough=True)
     if wrong:
         raise UsageError(f"will not restore: {wrong}", hint="pick another file from `ombre backup --list`")
     now = now or dt.datetime.now(dt.timezone.utc)
-    aside = None
-    if db_path.exists():
-        aside = db_path.with_name(f"{db_path.name}.before-restore-{_stamp(now)}")
-        os.replace(db_path, aside)
-        for suffix in ("-wal", "-shm"):
-            extra = db_path.with_name(db_path.name + suffix)
-            if extra.exists():
-                os.replace(extra, aside.with_name(aside.name + suffix))
-    _copy(source, db_path)
+    staged = db_path.with_name(f"{db_path.name}.restoring-{_stamp(now)}")
+    try:
+        _copy(source, staged)
+        wrong = problem(staged, thorough=True)
+        if wrong:
+            raise StoreError(f"the copy of {source} did not check out: {wrong}", hint="nothing was changed")
+    except (sqlite3.Error, OSError) as exc:
+        _remove(staged)
+        raise StoreError(f"could not copy {source} beside the database: {exc}",
+                         hint=f"check the space and rights of {db_path.parent}; nothing was changed") from exc
+    except BaseException:
+        _remove(staged)
+        raise
+    _remove(staged, keep_main=True)  # the check's empty -wal/-shm: the copy itself is whole
+    aside = db_path.with_name(f"{db_path.name}.before-restore-{_stamp(now)}") if db_path.exists() else None
+    moved: list[tuple[Path, Path]] = []
+    try:
+        for p in live:
+            if aside is not None and p.exists():
+                kept = aside.with_name(aside.name + p.name[len(db_path.name):])
+                os.replace(p, kept)
+                moved.append((kept, p))
+        os.replace(staged, db_path)
+    except OSError as exc:
+        for kept, p in reversed(moved):  # put the live database back as it was
+            os.replace(kept, p)
+        _remove(staged)
+        raise StoreError(f"restoring failed ({exc}); the current database was put back as it was",
+                         hint=f"check the rights of {db_path.parent} and try again") from exc
     return aside
+
+
+def _remove(db: Path, keep_main: bool = False) -> None:
+    """A database file and its WAL companions (only the companions with `keep_main`)."""
+    for suffix in ("-wal", "-shm") if keep_main else ("", "-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
 
 
 def check_at_start(db_path: Path, backups_dir: Path) -> None:

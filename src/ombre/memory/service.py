@@ -4,22 +4,33 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
 from .. import wire
 from ..errors import MemoryInputError
-from ..files import replace_atomic
+from ..files import output_file, replace_atomic
 from ..settings import Settings
 from . import scarcity
 from .arbitration import Verdict, clear_conflicts
 from .breath import BreathRequest, BreathResult, breath
 from .embed import LOADERS, ORDER, Embedder
 from .hold import HoldRequest, HoldResult, enrich, enrich_pending, hold, validate
-from .model import BUILTIN_TYPES, Memory, iso, now_utc, shanghai_date
+from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory, iso, now_utc, shanghai_date
 from .segment import document
 from .store import GateEntry, MemoryStore, open_store
+
+
+MAX_IMPORT_LINE = 100_000  # an exported memory is a few KB (content is capped at OMBRE_MAX_CONTENT_CHARS)
+_EVIDENCE_FIELDS = set(Evidence.__dataclass_fields__)
+
+
+@dataclass
+class Imported:
+    added: int = 0
+    skipped: int = 0  # ids already present
+    refused: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
 
 
 @dataclass
@@ -209,34 +220,75 @@ class MemoryService:
     def _log(self, now: dt.datetime, decision: str, reasons: list[str], m: Memory) -> None:
         self.store.log_gate(GateEntry(iso(now), shanghai_date(now), "manual", decision, reasons, m.content, m.id))
 
-    def export(self, path: Path) -> int:
+    def export(self, path: Path, follow_symlinks: bool = False) -> int:
+        """Every memory as JSON lines in `path` (a regular file, replaced whole; see files.output_file)."""
+        target = output_file(path, follow_symlinks)
         memories = self.store.list(archived=None)
         lines = (json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in reversed(memories))
-        replace_atomic(path, "".join(lines).encode("utf-8"))
+        replace_atomic(target, "".join(lines).encode("utf-8"))
         return len(memories)
 
-    def import_(self, path: Path) -> tuple[int, int]:
-        """Add memories from an export (JSON lines); ids already present are skipped."""
-        added = skipped = 0
+    def import_(self, path: Path) -> "Imported":
+        """Add memories from an export (JSON lines). Every line gets hold's checks; a line that fails them is
+        refused and named by number, the rest are added in one transaction; ids already present are skipped."""
+        data = path.read_bytes()
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            raise MemoryInputError(f"{path} is UTF-16 text", hint="save it as UTF-8 (an export is); nothing was "
+                                                                  "imported")
+        result = Imported()
         rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
+        for n, raw in enumerate(data.splitlines(), start=1):
+            if not raw.strip():
                 continue
             try:
-                rows.append(Memory.from_dict(json.loads(line)))
-            except (ValueError, TypeError) as exc:
-                raise MemoryInputError(f"{path}:{n}: not a memory: {exc}", hint="nothing was imported") from None
+                rows.append(self._imported(raw))
+            except (MemoryInputError, ValueError, TypeError, UnicodeDecodeError) as exc:
+                reason = exc.message if isinstance(exc, MemoryInputError) else (
+                    "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc))
+                result.refused.append((n, reason))
         present = self.store.get_many([m.id for m in rows])
         fresh = []
         for m in rows:
-            if m.id in present:
-                skipped += 1
+            if m.id in present or any(m.id == f.id for f, _, _ in fresh):
+                result.skipped += 1
                 continue
             fresh.append((m, document(" ".join([m.title, m.content, " ".join(m.tags)])), None))
-        self.store.add_many(fresh)  # one transaction: a bad file imports nothing, not half
-        added = len(fresh)
+        self.store.add_many(fresh)  # one transaction: what was accepted goes in whole, or not at all
+        result.added = len(fresh)
         enrich_pending(self.store, self.encoders)
-        return added, skipped
+        return result
+
+    def _imported(self, raw: bytes) -> Memory:
+        """One exported line as a memory, checked as hold checks what it writes."""
+        if len(raw) > MAX_IMPORT_LINE:
+            raise MemoryInputError(f"the line is {len(raw):,} bytes, over the limit of {MAX_IMPORT_LINE:,}")
+        data = wire.loads(raw.decode("utf-8"), "the line")
+        if not isinstance(data, dict):
+            raise MemoryInputError(f"expected a JSON object, found {type(data).__name__}")
+        wire.check(data, "the line")
+        evidence = data.get("evidence") or {}
+        if not isinstance(evidence, dict):
+            raise MemoryInputError("evidence is not an object")
+        m = Memory.from_dict({**data, "evidence": {k: v for k, v in evidence.items() if k in _EVIDENCE_FIELDS}})
+        if not isinstance(m.id, str) or not m.id.strip():
+            raise MemoryInputError("the line has no id")
+        for name in ("content", "title", "domain", "created", "last_active", "status"):
+            if not isinstance(getattr(m, name), str):
+                raise MemoryInputError(f"{name} is {type(getattr(m, name)).__name__}, not text")
+        s = self.settings
+        validate(HoldRequest(content=m.content, title=m.title, type=m.type, tags=m.tags, importance=m.importance,
+                             pinned=bool(m.pinned), valence=m.valence, arousal=m.arousal, domain=m.domain,
+                             event_date=m.event_date, quote=m.evidence.quote, from_session=m.evidence.from_session,
+                             evidence_date=m.evidence.date),
+                 max_chars=s.max_content_chars, types=BUILTIN_TYPES + tuple(s.extra_types))
+        for name in ("created", "last_active"):
+            try:
+                dt.datetime.fromisoformat(getattr(m, name))
+            except ValueError:
+                raise MemoryInputError(f"{name} {getattr(m, name)!r} is not a time") from None
+        if m.status not in (CONFIRMED, UNCONFIRMED):
+            raise MemoryInputError(f"status {m.status!r} is neither confirmed nor {UNCONFIRMED}")
+        return m
 
     def health(self) -> dict:
         try:

@@ -11,6 +11,7 @@ import time
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from mcp.server.transport_security import TransportSecuritySettings
 
 from ..errors import OmbreError, StoreError
 from ..inject.cards import InjectRequest, SessionStartRequest, session_block, turn_block
@@ -18,18 +19,25 @@ from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest
 from ..memory.namespaces import Tenants
 from ..memory.service import MemoryService
-from ..wire import body_problem, size_problem
+from ..wire import MAX_DEPTH, SAFE_METHODS, allowed_hosts, body_problem, depth_over, misdirected, size_problem
 from .mcp import build_mcp
 from .ui import pages as ui
 
 
-def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
-    """`service` answers OMBRE_TOKEN (or, on loopback with no token, every request); the namespaces whose
-    tokens `ombre namespace add` made are answered each from its own service (`Tenants`)."""
+def create_app(service: MemoryService, token: str | None = None,
+               hosts: frozenset[str] = allowed_hosts()) -> FastAPI:
+    """`service` answers OMBRE_TOKEN (or, on loopback with no token, every request): the owner, who also
+    sees the machine (sessions, keeper, bill, hook log). The namespaces whose tokens `ombre namespace add`
+    made are answered each from its own service (`Tenants`) and see their own memories only. Every request
+    must name one of `hosts`, and a browser's state-changing request must come from this service's origin."""
     from ..write.commitment_arbitrate import open_service
 
     tenants = Tenants(service, open_service)
-    mcp = build_mcp(service, tenants)
+    mcp = build_mcp(service, tenants, transport_security=TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" if ":" not in h else f"[{h}]:*" for h in hosts] + [
+            h if ":" not in h else f"[{h}]" for h in hosts],
+        allowed_origins=[f"{scheme}://{h if ':' not in h else f'[{h}]'}:*" for h in hosts for scheme in ("http", "https")]))
     mcp_app = mcp.streamable_http_app()
 
     @contextlib.asynccontextmanager
@@ -55,12 +63,14 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
             # a browser cannot send a header: the token comes once in the address, then as a cookie
             sent = request.cookies.get(ui.COOKIE) or request.query_params.get("token", "")
             from_query = not request.cookies.get(ui.COOKIE) and bool(sent)
+        owner = False
         if token and hmac.compare_digest(sent, token):
-            namespace = default
+            namespace, owner = default, True
         elif sent and (named := tenants.namespace_of(sent)):
             namespace = named
         elif not token:
-            namespace = default  # loopback with no token (check_bind refuses any other bind without one)
+            # loopback with no token (check_bind refuses any other bind without one): the machine's own user
+            namespace, owner = default, True
         else:
             namespace = None
         if namespace is None and request.url.path != "/health":
@@ -70,6 +80,8 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
                                  "hint": "send Authorization: Bearer <OMBRE_TOKEN or a namespace's token>"},
                                 status_code=401)
         request.state.namespace = namespace or default
+        request.state.owner = owner
+        request.state.known = namespace is not None
         response = await call_next(request)
         if from_query and namespace is not None:
             response.set_cookie(ui.COOKIE, sent, httponly=True, samesite="strict")
@@ -82,16 +94,29 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
     async def checked_body(request: Request, call_next):
         # before FastAPI parses it: its own 422 echoes the input, and an echo of a lone surrogate or NaN
         # cannot be encoded, which turned the sender's mistake into a 500
-        if request.method == "POST":
+        if request.method not in SAFE_METHODS:
             raw = await request.body()
-            # every POST is size-capped; the API's bodies are also checked for text and numbers (the MCP
-            # endpoint's arguments are checked by the library it calls)
+            # every body is size- and depth-capped (the MCP endpoint's and the dashboard's too: a parser that
+            # recurses 2,000 levels is a crash); the API's bodies are also checked for text and numbers
             too_big = size_problem(raw)
-            problem = too_big or (body_problem(raw) if request.url.path.startswith("/v1/") else None)
+            deep = depth_over(raw)
+            problem = too_big or (f"the body nests {deep} levels deep, over the limit of {MAX_DEPTH}" if deep
+                                  else body_problem(raw) if request.url.path.startswith("/v1/") else None)
             if problem:
                 return JSONResponse({"error": "MemoryInputError", "message": problem,
                                      "hint": "send a JSON object of UTF-8 text and finite numbers"},
                                     status_code=413 if too_big else 422)
+        return await call_next(request)
+
+    # Added last, so it runs first: a request for another site's name, or a browser's state change from
+    # another origin, is turned away before anything reads its token or body.
+    @app.middleware("http")
+    async def same_site(request: Request, call_next):
+        refused = misdirected(request.method, request.headers.get("host", ""), request.headers.get("origin"),
+                              hosts, "ombre serve")
+        if refused:
+            status, body = refused
+            return JSONResponse(body, status_code=status)
         return await call_next(request)
 
     @app.exception_handler(PermissionError)
@@ -131,9 +156,16 @@ def create_app(service: MemoryService, token: str | None = None) -> FastAPI:
         return JSONResponse(m.to_dict())
 
     @app.get("/health")
-    def health() -> JSONResponse:
-        state = service.health()
-        return JSONResponse(state, status_code=200)
+    def health(request: Request) -> JSONResponse:
+        # the owner sees the machine (database path, home, backups); a namespace its own count; anyone else
+        # only whether the service is up
+        if request.state.owner:
+            return JSONResponse(service.health() | {"home": str(service.settings.ombre_home.resolve())})
+        if request.state.known:
+            mine = svc(request).health()
+            return JSONResponse({k: mine[k] for k in ("status", "version", "namespace", "memories", "reason")
+                                 if k in mine})
+        return JSONResponse({"status": service.health().get("status")})
 
     app.include_router(ui.router(tenants, form_token))
     app.mount("/", mcp_app)

@@ -12,7 +12,6 @@ series and the swaps from the run log show that on one timeline.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -20,6 +19,7 @@ from zoneinfo import ZoneInfo
 from ..errors import UsageError
 from ..settings import Settings
 from ..window import history
+from ..wire import loads
 from .chain import parse_timestamp
 
 # (model name prefix, input $/MTok, output $/MTok), first match wins; list prices
@@ -158,7 +158,7 @@ def requests(projects_dir: Path, written: set[str] = frozenset(),
                 if b'"usage"' not in raw:
                     continue
                 try:
-                    found = _request(json.loads(raw))
+                    found = _request(loads(raw))
                 except (ValueError, AttributeError):
                     continue  # a torn last line, or not a transcript line
                 if found is None or not found[0]:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ..wire import MAX_DEPTH, TooDeep, depth_over
+
 
 @dataclass(frozen=True, slots=True)
 class RawLine:
@@ -44,16 +46,22 @@ def parse_line(chunk: bytes) -> dict:
     Goes straight to the C scanner: a transcript has hundreds of thousands of lines and json.loads
     spends as long on its Python-level wrappers (encoding sniffing, two regex matches) as on short lines.
     """
+    deep = depth_over(chunk)
+    if deep is not None:  # no Claude Code line nests like this; every walk over it would recurse as deep
+        raise TooDeep(f"the line nests {deep} levels deep, over the limit of {MAX_DEPTH}")
     text = chunk.decode("utf-8")
-    if text[:1] != "{":
-        obj = json.loads(text)
-    else:
-        try:
-            obj, end = _scan_once(text, 0)
-        except StopIteration as stop:
-            raise json.JSONDecodeError("Expecting value", text, stop.value) from None
-        if end != len(text) and text[end:].strip():
-            raise json.JSONDecodeError("Extra data", text, end)
+    try:
+        if text[:1] != "{":
+            obj = json.loads(text)
+        else:
+            try:
+                obj, end = _scan_once(text, 0)
+            except StopIteration as stop:
+                raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+            if end != len(text) and text[end:].strip():
+                raise json.JSONDecodeError("Extra data", text, end)
+    except RecursionError:
+        raise TooDeep("the line nests deeper than the JSON reader can follow") from None
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, found {type(obj).__name__}")
     return obj

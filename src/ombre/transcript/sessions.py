@@ -1,12 +1,12 @@
 """Finding a session file: by id, id prefix, path, or the newest session of a project folder."""
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from pathlib import Path
 
 from ..errors import SessionError
+from ..wire import loads
 
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -77,7 +77,7 @@ def recorded_cwd(transcript: Path) -> Path | None:
         with transcript.open("rb") as f:
             for _, raw in zip(range(200), f):
                 try:
-                    cwd = json.loads(raw).get("cwd")
+                    cwd = loads(raw).get("cwd")
                 except (ValueError, AttributeError):
                     continue
                 if isinstance(cwd, str) and cwd:

@@ -7,9 +7,9 @@ person's own lines: not the assistant's, not tool results, not command echoes, n
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ..wire import loads
 from .lines import is_command_echo, is_real_user, message_text
 
 TAIL_BYTES = 64 * 1024
@@ -46,7 +46,7 @@ def _scan(data: bytes, *, whole: bool, limit: int, max_chars: int) -> list[str]:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = loads(raw)
         except ValueError:
             continue  # a half-written last line, or a line cut by the read
         if not isinstance(obj, dict) or obj.get("isSidechain") or not is_real_user(obj):

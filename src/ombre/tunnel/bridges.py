@@ -25,6 +25,7 @@ from ..errors import BridgeError, UsageError
 from ..files import replace_atomic
 from ..settings import Settings
 from ..transcript.sessions import recorded_cwd
+from ..wire import loads
 from . import cc_connect
 
 COMMAND_TIMEOUT_S = 60
@@ -125,7 +126,7 @@ class CcConnectBridge(_StopStart):
 
     def _load(self) -> dict:
         try:
-            data = json.loads(self.session_file.read_text(encoding="utf-8"))
+            data = loads(self.session_file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise BridgeError(f"no cc-connect session file at {self.session_file}",
                               hint="send the bot one message first (cc-connect writes it then), or check "

@@ -28,6 +28,7 @@ from ..settings import Settings
 from ..transcript.reader import Fingerprint
 from ..transcript.usage import used_pct
 from ..window import history
+from ..wire import loads
 from . import new_window
 from .bridges import Bridge
 from .tunnel import Holder, TunnelOptions, TunnelResult, run as run_tunnel
@@ -56,7 +57,7 @@ class KeeperState:
         if not path.exists():
             return cls()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads(path.read_text(encoding="utf-8"))
             known = {f.name for f in fields(cls)}
             return cls(**{k: v for k, v in data.items() if k in known})
         except (OSError, ValueError, TypeError):

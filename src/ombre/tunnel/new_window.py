@@ -19,6 +19,7 @@ from ..errors import UsageError
 from ..files import replace_atomic
 from ..settings import Settings
 from ..window import history
+from ..wire import loads
 from .bridges import send_nudge
 
 HANDOFF_FILE = "SESSION_HANDOFF.md"
@@ -39,7 +40,7 @@ def flag_path(settings: Settings) -> Path:
 
 def waiting(settings: Settings) -> Waiting | None:
     try:
-        data = json.loads(flag_path(settings).read_text(encoding="utf-8"))
+        data = loads(flag_path(settings).read_text(encoding="utf-8"))
         return Waiting(str(data["old_sid"]), str(data.get("handoff", "")), str(data.get("set_at", "")))
     except FileNotFoundError:
         return None

@@ -25,6 +25,7 @@ from ..window.diet import DietOptions, run as run_diet
 from ..window.forge import ForgeOptions, ForgeResult, run as run_forge
 from ..window.select import Selector
 from ..window.verify import Expectation, verify_session
+from ..wire import loads
 from . import new_window
 from .bridges import Bridge, send_nudge
 from .handoff import prepare, preview
@@ -85,7 +86,7 @@ def recover(settings: Settings, bridge: Bridge | None) -> str | None:
     if not path.exists():
         return None
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        state = loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         state = {"step": "unknown"}
     done = None

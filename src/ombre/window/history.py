@@ -7,6 +7,8 @@ import os
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
+from ..wire import loads
+
 
 def record(mode: str, old_sid: str, new_sid: str | None, options: object, *, ok: bool,
            error: str | None = None, summary: object = None) -> dict:
@@ -55,7 +57,7 @@ def read(path: Path, limit: int = 20) -> list[dict]:
     out = []
     for line in lines:
         try:
-            out.append(json.loads(line))
+            out.append(loads(line))
         except ValueError:
             continue
     return out

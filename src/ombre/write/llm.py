@@ -28,6 +28,7 @@ from ..errors import UsageError
 from ..memory.model import now_utc, shanghai_date
 from ..settings import Settings
 from ..window import history
+from ..wire import loads
 
 LEDGER_MAX_BYTES = 2_000_000
 
@@ -173,7 +174,7 @@ class ClaudeCodeModel:
             proc.communicate()
             raise ModelError(f"claude -p gave no answer within {self.timeout_s:.1f} s") from None
         try:
-            result = json.loads(out)
+            result = loads(out, "claude -p's answer")
         except ValueError:
             tail = (err or out).decode("utf-8", "replace").strip()[-200:]
             raise ModelError(f"claude -p exited {proc.returncode} without a JSON result: {tail!r}") from None

@@ -33,14 +33,21 @@ TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("ombre.serve.ui", "te
                                autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
 
 
-def _int(value: str | None) -> int | None:
+def _int(value: str | None, lo: int = -10**12, hi: int = 10**12) -> int | None:
+    """A whole number from a form or the address, within [lo, hi] (a bound any real value keeps: a number of
+    twenty digits is a typo or a probe, and Python would carry it into date arithmetic that overflows)."""
     value = (value or "").strip()
     if not value:
         return None
+    if len(value) > 15:
+        raise UsageError(f"{value[:20]!r}… is not a number this page takes", hint=f"give a number from {lo} to {hi}")
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise UsageError(f"{value!r} is not a whole number") from None
+    if not lo <= number <= hi:
+        raise UsageError(f"{number} is out of range", hint=f"give a number from {lo} to {hi}")
+    return number
 
 
 def unauthorized(request: Request) -> HTMLResponse:
@@ -48,6 +55,16 @@ def unauthorized(request: Request) -> HTMLResponse:
     t = words(request.cookies.get(LANG_COOKIE))
     return HTMLResponse(TEMPLATES.get_template("error.html").render(
         t=t, path=request.url.path, message=t["no_token"], hint=t["no_token_hint"]), status_code=401)
+
+
+def owner_only(request: Request) -> HTMLResponse | None:
+    """The refusal a namespace's token gets on the machine's pages (sessions, transcripts, swaps, the keeper,
+    the bill, the hook log): they are the owner's, whoever else shares the service."""
+    if getattr(request.state, "owner", False):
+        return None
+    t = words(request.cookies.get(LANG_COOKIE))
+    return HTMLResponse(TEMPLATES.get_template("error.html").render(
+        t=t, path=request.url.path, message=t["owner_only"], hint=t["owner_only_hint"]), status_code=403)
 
 
 def router(tenants: Tenants, form_token: str) -> APIRouter:
@@ -61,6 +78,7 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     def page(request: Request, name: str, code: int = 200, **context: object) -> HTMLResponse:
         lang = request.query_params.get("lang") or request.cookies.get(LANG_COOKIE) or "zh"
+        context.setdefault("owner", bool(getattr(request.state, "owner", False)))
         body = TEMPLATES.get_template(f"{name}.html").render(
             t=words(lang), lang=lang, csrf=form_token, local=s.local, path=request.url.path,
             done=request.query_params.get("done"), **context)
@@ -91,9 +109,12 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
         from ...tunnel.keeper import KeeperState
 
         service = memories_of(request)
+        if not request.state.owner:  # a namespace's overview: its own memories, nothing of the machine
+            return page(request, "index", health=service.health(), keeper=None, week=None, waiting=None,
+                        owner=False)
         state = KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc)) if s.keeper_state.exists() else None
         return page(request, "index", health=service.health(), keeper=asdict(state) if state else None,
-                    week=compute(s, 7).total, waiting=new_window.waiting(s))
+                    week=compute(s, 7).total, waiting=new_window.waiting(s), owner=True)
 
     # -- memories ---------------------------------------------------------------------------------------
     @r.get("/memories", response_class=HTMLResponse)
@@ -165,6 +186,8 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     # -- sessions ---------------------------------------------------------------------------------------
     @r.get("/sessions", response_class=HTMLResponse)
     def sessions(request: Request) -> HTMLResponse:
+        if (refused := owner_only(request)) is not None:
+            return refused
         from ...transcript.sessions import session_files
         from ...transcript.usage import used_pct
 
@@ -188,6 +211,8 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     @r.get("/sessions/{sid}", response_class=HTMLResponse)
     def session(request: Request, sid: str) -> HTMLResponse:
+        if (refused := owner_only(request)) is not None:
+            return refused
         from ...window.anchors import anchors
 
         try:
@@ -218,6 +243,8 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     @r.get("/sessions/{sid}/plan", response_class=HTMLResponse)
     def plan(request: Request, sid: str) -> HTMLResponse:
+        if (refused := owner_only(request)) is not None:
+            return refused
         from ...tunnel.handoff import prepare
         from ...window.anchors import anchors
         from ...window.select import parse_days
@@ -235,6 +262,8 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     @r.post("/sessions/{sid}/tunnel", response_class=HTMLResponse)
     async def run_tunnel(request: Request, sid: str) -> HTMLResponse:
+        if (refused := owner_only(request)) is not None:
+            return refused
         from ...tunnel.bridges import from_settings
         from ...tunnel.tunnel import TunnelOptions, run, service_holder
         from ...window.select import parse_days
@@ -259,6 +288,8 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     # -- keeper and health --------------------------------------------------------------------------------
     @r.get("/keeper", response_class=HTMLResponse)
     def keeper(request: Request) -> HTMLResponse:
+        if (refused := owner_only(request)) is not None:
+            return refused
         from ... import doctor
         from ...tunnel import keeper as k
         from ...tunnel.bridges import from_settings
@@ -293,10 +324,12 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     # -- the bill ---------------------------------------------------------------------------------------
     @r.get("/bill", response_class=HTMLResponse)
     def bill(request: Request, days: str = "30") -> HTMLResponse:
+        if (refused := owner_only(request)) is not None:
+            return refused
         from ...transcript.bill import compute
 
         try:
-            n = _int(days)
+            n = _int(days, 1, 3_650)
             b = compute(s, n)
         except OmbreError as exc:
             return failed(request, exc)
@@ -316,6 +349,8 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     # -- the hook log -----------------------------------------------------------------------------------
     @r.get("/hooks", response_class=HTMLResponse)
     def hooks(request: Request) -> HTMLResponse:
+        if (refused := owner_only(request)) is not None:
+            return refused
         entries = history.read(s.ombre_home / "hooks.jsonl", limit=300)[::-1]
         return page(request, "hooks", entries=entries)
 

@@ -28,6 +28,8 @@ ZH = {
     "在地址后加 ?token=你的令牌 打开一次（之后浏览器会记住），或在本机用 127.0.0.1 访问。",
     "lang_other": "English", "lang_other_code": "en", "priced_as": "计价模型", "files": "份记录",
     "waiting_new": "等待 /new", "bound": "桥接绑定",
+    "owner_only": "这一页属于这台机器的主人", "owner_only_hint":
+    "会话、换窗、keeper、账单和钩子记录只对主人的令牌（或本机不设令牌时）开放；这个令牌只能看它自己的记忆。",
 }
 
 EN = {
@@ -61,6 +63,9 @@ EN = {
     "Open it once with ?token=YOUR_TOKEN (the browser keeps it), or from this machine at 127.0.0.1.",
     "lang_other": "中文", "lang_other_code": "zh", "priced_as": "priced as", "files": "files",
     "waiting_new": "Waiting for /new", "bound": "Bridge bound to",
+    "owner_only": "This page belongs to the machine's owner", "owner_only_hint":
+    "Sessions, swaps, the keeper, the bill and the hook log open with the owner's token (or on a loopback "
+    "service without one); this token sees its own memories only.",
 }
 
 LANGUAGES = {"zh": ZH, "en": EN}
