@@ -157,6 +157,26 @@ def test_machine_pages_open_to_the_owner_only(owned_service, route):
     assert _request("GET", url).status_code == 401
 
 
+@pytest.mark.parametrize("method,route", [r for r in ROUTES if r[1] not in MACHINE_PAGES and r[1] != "/health"])
+def test_every_other_route_with_each_kind_of_token(owned_service, method, route):
+    """Memories are each namespace's own: the owner's memory is the owner's, a namespace's token reaches only
+    its own, and no token reaches nothing but /health."""
+    s = owned_service
+    url = s.url + s.path(route)
+    body = {"content": "x", "query": "x", "prompt": "x"} if route in JSON_POSTS else None
+    kw = {"json": body} if body else {"content": b"{}", "headers": MCP_HEADERS}
+    nobody = _request(method, url, **kw)
+    assert nobody.status_code == 401, (route, nobody.status_code)
+    owner = _request(method, url, **{**kw, "headers": {**kw.get("headers", {}), **s.headers(s.token)}})
+    friend = _request(method, url, **{**kw, "headers": {**kw.get("headers", {}), **s.headers(s.friend_token)}})
+    # the owner passes; a dashboard form posted without its form token is still refused, for that reason only
+    assert owner.status_code not in (401, 500) and (owner.status_code != 403 or "form token" in owner.text), route
+    assert friend.status_code not in (401, 500), route
+    if "{mid}" in route:  # the owner's memory: not the friend's to read or change
+        assert friend.status_code in (403, 404, 422) and "桂花乌龙" not in friend.text, (route, friend.status_code)
+        assert owner.status_code in (200, 303, 403) and (method == "POST" or "桂花乌龙" in owner.text)
+
+
 def test_a_namespace_token_cannot_swap_the_owners_window(owned_service):
     s = owned_service
     page = _request("GET", s.url + f"/ui/memories/{s.friend_mid}", headers=s.headers(s.friend_token)).text
@@ -185,7 +205,7 @@ def test_health_tells_each_kind_of_caller_only_its_share(owned_service):
     anyone = _request("GET", s.url + "/health").json()
     assert set(anyone) == {"status"}
     friend = _request("GET", s.url + "/health", headers=s.headers(s.friend_token)).json()
-    assert friend["namespace"] == "friend" and friend["memories"] == 1
+    assert friend["namespace"] == "friend" and friend["memories"] >= 1
     assert not {"database", "home", "last_backup"} & set(friend)
     owner = _request("GET", s.url + "/health", headers=s.headers(s.token)).json()
     assert owner["home"] == str((s.home / "ombre").resolve()) and "database" in owner
