@@ -37,6 +37,9 @@ def _serve(s: Settings, own: dict | None = None) -> Check:
         return Check("memory service", False, f"nothing answers at {s.memory_url}",
                      "start it: `ombre serve` (or `systemctl --user start ombre-serve` after `ombre install service`)")
     ok = health.get("status") == "ok"
+    if "version" not in health:  # a service with a token tells the tokenless only whether it is up
+        return Check("memory service", ok, f"{health.get('status')} at {s.memory_url} (it has a token and says no "
+                     "more without it)", "" if ok else "set OMBRE_TOKEN to see why")
     return Check("memory service", ok, f"{health.get('status')} at {s.memory_url}, version {health.get('version')}, "
                  f"{health.get('memories')} memories" + ("" if ok else f": {health.get('reason')}"),
                  "" if ok else "see the reason; `ombre serve` logs it at start")
