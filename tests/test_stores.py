@@ -83,6 +83,47 @@ def test_keyword_search_ranks_alike_on_both_backends(store):
     assert store.keyword_search(query_terms("茉莉奶绿"), 5)[0][0] == "m0"
 
 
+ENGLISH = ["Ruby has a dairy allergy, no milk or cheese", "Kwame started running marathons last spring",
+           "Her gran lives in Stockport and bakes every Sunday", "The cat keeps stealing hair ties"]
+
+
+def test_english_keywords_meet_as_stems_without_function_words(store):
+    for i, text in enumerate(ENGLISH):
+        store.add(memory(f"e{i}", text), document(text))
+    assert store.keyword_search(query_terms("does kwame still run?"), 5)[0][0] == "e1"
+    assert store.keyword_search(query_terms("what are her allergies"), 5)[0][0] == "e0"
+    assert store.keyword_search(query_terms("grandma baking on sundays"), 5)[0][0] == "e2"
+    # a question made only of function words finds nothing, rather than whatever holds "the" and "her"
+    assert store.keyword_search(query_terms("what is the thing that she has?"), 5) == []
+
+
+def test_an_older_store_is_indexed_again_with_stems(settings):
+    """The keys changed (issue #31): a store written before is re-indexed by a migration, on either backend."""
+    s = open_store(settings)
+    raw = " ".join(w.lower() for w in ENGLISH[1].replace(",", "").split())  # how the words were indexed before
+    s.add(memory("old", ENGLISH[1]), (raw, ""))
+    assert s.keyword_search(query_terms("running"), 5) == []  # the stem "run" is not in the old index
+    s.close()
+    if settings.db:
+        import psycopg
+
+        with psycopg.connect(settings.db, autocommit=True) as db:
+            db.execute("DELETE FROM _migrations WHERE name = 'm003_english_keys'")
+    else:
+        import sqlite3
+
+        db = sqlite3.connect(settings.memory_db)
+        db.execute("DELETE FROM _migrations WHERE name = 'm013_english_keys'")
+        db.commit()
+        db.close()
+    again = open_store(settings)
+    try:
+        assert again.keyword_search(query_terms("running"), 5)[0][0] == "old"
+        assert again.keyword_search(query_terms("marathon"), 5)[0][0] == "old"
+    finally:
+        again.close()
+
+
 def test_keyword_scores_are_the_same_numbers_on_both_backends(tmp_path, postgres):
     """PostgreSQL's BM25 is computed in Python; it must give FTS5's own scores, also for words FTS5 cuts
     into several tokens (a date, a time, an address), or recall would differ between the backends."""

@@ -158,6 +158,26 @@ def m012_namespaces(db: sqlite3.Connection) -> None:
                "created TEXT NOT NULL)")
 
 
+@migration
+def m013_english_keys(db: sqlite3.Connection) -> None:
+    """English words are indexed as their stems, without function words (segment.keys): every memory's
+    keyword columns are made again from its text, and the term counts with them (Chinese terms are as they
+    were)."""
+    rows = db.execute("SELECT f.rowid, f.words, f.grams, m.title, m.content, m.tags, m.namespace "
+                      "FROM memories_fts f JOIN memories m ON m.id = f.memory_id").fetchall()
+    counts: Counter[tuple[str, str]] = Counter()
+    from .rows import document_of
+
+    for rowid, old_words, old_grams, title, content, tags, namespace in rows:
+        words, grams = document_of(title, content, tags)
+        if (words, grams) != (old_words, old_grams):
+            db.execute("UPDATE memories_fts SET words = ?, grams = ? WHERE rowid = ?", (words, grams, rowid))
+        counts.update((namespace, t) for t in set(f"{words} {grams}".split()))
+    db.execute("DELETE FROM term_docs")
+    db.executemany("INSERT INTO term_docs (namespace, term, docs) VALUES (?, ?, ?)",
+                   [(ns, term, n) for (ns, term), n in counts.items()])
+
+
 def apply(db: sqlite3.Connection) -> list[str]:
     """Apply the steps not yet recorded. Each step is one transaction taken with the write lock at once
     (BEGIN IMMEDIATE; the connection is in autocommit mode) and checks again under that lock whether another

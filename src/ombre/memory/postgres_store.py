@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import StoreError
 from .embed import SPECS
 from .model import Memory
-from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, row_values
+from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, document_of, row_values
 from .segment import token_count
 from .sql_store import SqlStore
 from .store import GateEntry, VectorIndex
@@ -38,7 +38,8 @@ K1, B, GRAM_WEIGHT = 1.2, 0.75, 0.25
 HNSW = (("memories_embedding", "embedding"), ("memories_embedding_use", "embedding_use"))
 
 
-def _schema() -> list[tuple[str, list[str]]]:
+def _schema() -> list[tuple[str, list]]:
+    """Named steps, each a list of SQL statements or callables given the connection (a re-index)."""
     e5, use = SPECS["e5"].dim, SPECS["use"].dim
     return [
         ("m001_schema", [
@@ -86,7 +87,24 @@ def _schema() -> list[tuple[str, list[str]]]:
             "ALTER TABLE memories DROP CONSTRAINT memories_pkey",
             "ALTER TABLE memories ADD PRIMARY KEY (namespace, id)",
         ]),
+        # English words indexed as their stems without function words (segment.keys), as on SQLite
+        ("m003_english_keys", [_reindex_terms]),
     ]
+
+
+def _reindex_terms(db) -> None:
+    """Every memory's keyword columns made again from its text, and the term counts with them."""
+    rows = db.execute("SELECT namespace, id, title, content, tags, words, grams FROM memories").fetchall()
+    counts: Counter[tuple[str, str]] = Counter()
+    for namespace, mid, title, content, tags, old_words, old_grams in rows:
+        terms = document_of(title, content, tags)
+        if terms != (old_words, old_grams):
+            db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE namespace=%s AND id=%s",
+                       (*terms, token_count(terms), *terms, namespace, mid))
+        counts.update((namespace, t) for t in distinct_terms(terms))
+    db.execute("DELETE FROM term_docs")
+    for (namespace, term), n in counts.items():
+        db.execute("INSERT INTO term_docs (namespace, term, docs) VALUES (%s, %s, %s)", (namespace, term, n))
 
 
 _LEXEMES = "array_to_tsvector(regexp_split_to_array(nullif(btrim(%s), ''), '\\s+'))"
@@ -161,7 +179,10 @@ class PostgresStore(SqlStore):
                 if name in done:
                     continue
                 for sql in statements:
-                    self._db.execute(sql)
+                    if callable(sql):  # a step that computes in Python (a re-index), in the same transaction
+                        sql(self._db)
+                    else:
+                        self._db.execute(sql)
                 self._db.execute("INSERT INTO _migrations VALUES (%s, now()::text)", (name,))
                 applied.append(name)
         return applied

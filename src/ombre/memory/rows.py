@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from .model import Evidence, Memory
+from .segment import document
 
 FIELDS = ("content", "title", "type", "tags", "importance", "pinned", "valence", "arousal", "domain", "event_date",
            "created", "last_active", "activation_count", "status", "archived", "from_session", "evidence_date",
@@ -39,3 +40,12 @@ def row_values(m: Memory) -> tuple:
             int(m.archived), m.evidence.from_session, m.evidence.date, m.evidence.quote, m.superseded_by,
             m.situation, json.dumps(m.conflicts), json.dumps(m.trace, ensure_ascii=False),
             json.dumps(m.evidence.earlier, ensure_ascii=False))
+
+
+def document_of(title: str, content: str, tags: str) -> tuple[str, str]:
+    """The indexed columns of a stored memory, as hold makes them (title, content and tags)."""
+    try:
+        tag_list = json.loads(tags or "[]")
+    except ValueError:
+        tag_list = []
+    return document(" ".join([title or "", content or "", " ".join(t for t in tag_list if isinstance(t, str))]))

@@ -1,13 +1,19 @@
-"""Chinese-aware keyword terms: rjieba words plus character bigrams (DESIGN §5).
+"""Keyword terms for Chinese and English alike: rjieba words plus character bigrams (DESIGN §5), and for
+Latin-script words their Snowball stem, without English function words.
 
 SQLite's trigram tokenizer misses one- and two-character Chinese terms, so the text is segmented here
-and the terms are indexed space-separated in an ordinary FTS5 column.
+and the terms are indexed space-separated in an ordinary FTS5 column (and in PostgreSQL's tsvector from the
+same columns): both stores index and search exactly these terms. An English question ("what's she allergic
+to?") shares almost no surface words with the memory it asks for ("Ruby has a dairy allergy"), so "allergy"
+and "allergic" must meet as one term and "what", "to", "she" must not outweigh them.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import rjieba
+import Stemmer
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"\w")
@@ -24,7 +30,42 @@ def sentences(text: str, min_chars: int = 2) -> list[str]:
 
 
 def words(text: str) -> list[str]:
+    """The text's words as a person reads them (lower-cased), for what is shown or compared as words."""
     return [w.lower() for w in rjieba.cut(text) if _WORD.search(w)]
+
+
+_LATIN = re.compile(r"[a-z]+")
+# English function words and chat filler: in a question they outnumber the words it is about
+STOP = frozenset("""a an the and or but if then else of at by for with about against between into through during
+before after above below to from up down in out on off over under again further once here there when where why how
+all any both each few more most other some such no nor not only own same so than too very can will just should now
+i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his himself she her hers
+herself it its itself they them their theirs themselves what which who whom whose this that these those am is are
+was were be been being have has had having do does did doing would could ought shall may might must im ive id ill
+youre youve youll hes shes its were theyre dont didnt doesnt isnt wasnt arent werent cant wont couldnt wouldnt
+shouldnt havent hasnt hadnt lol lmao omg ok okay oh ah um uh hey hi yeah yes yep nope pls please thanks thx u ur
+again also still even really just gonna wanna gotta""".split())
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> "Stemmer.Stemmer":
+    return Stemmer.Stemmer("english")
+
+
+def keys(text: str) -> list[str]:
+    """The words a keyword index holds and a search looks for: CJK words as segmented, numbers as written,
+    Latin-script words stemmed (allergy, allergies → allergi) with English function words left out."""
+    out = []
+    for w in rjieba.cut(text):
+        if not _WORD.search(w):
+            continue
+        w = w.lower()
+        if _LATIN.fullmatch(w):
+            if len(w) < 2 or w in STOP:
+                continue
+            w = _stemmer().stemWord(w)
+        out.append(w)
+    return out
 
 
 def bigrams(text: str) -> list[str]:
@@ -32,13 +73,13 @@ def bigrams(text: str) -> list[str]:
 
 
 def terms(text: str) -> list[str]:
-    """Distinct search terms of `text`: segmented words and CJK character bigrams."""
-    return list(dict.fromkeys(words(text) + bigrams(text)))
+    """Distinct search terms of `text`: its keys (segmented words, English stems) and CJK character bigrams."""
+    return list(dict.fromkeys(keys(text) + bigrams(text)))
 
 
 def document(text: str) -> tuple[str, str]:
-    """The two indexed columns of a memory: its words, and its character bigrams."""
-    return " ".join(words(text)), " ".join(bigrams(text))
+    """The two indexed columns of a memory: its keys, and its character bigrams."""
+    return " ".join(keys(text)), " ".join(bigrams(text))
 
 
 _TOKEN = re.compile(r"[^\W_]+")
