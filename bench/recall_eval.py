@@ -43,8 +43,8 @@ import numpy as np
 import rjieba
 
 from ombre.memory import breath as breath_mod
-from ombre.memory.breath import E5_CHARS, FUSION, Adjust, BreathRequest, Fusion, Signals, fuse, signals_for
-from ombre.memory.embed import E5Embedder, USEEmbedder
+from ombre.memory.breath import E5_TOKENS, FUSION, Adjust, BreathRequest, Fusion, Signals, fuse, signals_for
+from ombre.memory.embed import E5Embedder, USEEmbedder, tail
 from ombre.memory.model import Memory, iso
 from ombre.memory.query import Query
 from ombre.memory.segment import document
@@ -82,6 +82,9 @@ class Cached:
 
     def query(self, text: str) -> np.ndarray:
         return self._get("q", [text])[0]
+
+    def tokens(self, text: str) -> int:
+        return self.inner.tokens(text)
 
 
 def _h(key: str, n: int) -> int:
@@ -168,7 +171,7 @@ def gather(sets, stores, encoders, jieba_stores) -> dict[str, list[dict]]:
             rank = dict(sig.rankings)
             index = store.vectors("e5")
             if "e5:latest" not in rank:
-                sims = index.matrix @ encoders["e5"].query(query.latest[-E5_CHARS:])
+                sims = index.matrix @ encoders["e5"].query(tail(query.latest, E5_TOKENS, encoders["e5"].tokens)[0])
                 rank["e5:latest"] = [index.ids[i] for i in np.argsort(-sims)[:100]]
             rank["jieba"] = [mid for mid, _ in jieba_stores[c.store].keyword_search(jieba_words(c.query), 100)]
             sims = index.matrix @ encoders["e5"].query(c.query)

