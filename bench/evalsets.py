@@ -15,6 +15,17 @@
   English person's memories, prompts that paraphrase, fragments with context, moods, and prompts that
   concern no stored memory).
 
+- paraphrase: short Chinese questions (bench/data/paraphrase_zh.json, written blind to the code: eight
+  people of different lives, 40 memories and 30 questions each) that ask about one stored fact in other
+  words ("有什么水果是我碰不得的？" for an allergy to mango).
+- multisession: English conversations between two people over twenty-odd dated sessions
+  (bench/data/multisession_en_*.json, written blind to the code), every turn a memory; factual, temporal,
+  multi-hop and updated-fact questions whose gold are the turns holding the evidence.
+- hook: companion chats (bench/data/hook_dialogues_*.json, written blind to the code: people of different
+  lives — daily life, a child, a couple, an old woman, a student —, Chinese and English), every turn of the
+  person a case with the dialogue before it, gold the memory the companion's best reply recalls (or none).
+  For the per-turn hook (bench/inject_threshold.py), not for recall's tables. Split by dialogue.
+
 The split is by trajectory (MemDaily, dialogue) or by prompt (companion, longchat), from a hash of its key, so it
 never changes when code or data order changes. Tuning reads only `split == "dev"`.
 """
@@ -30,6 +41,9 @@ HERE = Path(__file__).resolve().parent
 MEMDAILY = HERE.parents[1] / "shared" / "bench" / "memdaily"
 COMPANION_FILES = (HERE / "data" / "companion_set.json", HERE / "data" / "companion_set2.json")
 LONGCHAT_FILES = tuple(sorted((HERE / "data").glob("longchat_en_*.json")))
+PARAPHRASE_FILE = HERE / "data" / "paraphrase_zh.json"
+MULTISESSION_FILES = tuple(sorted((HERE / "data").glob("multisession_en_*.json")))
+HOOK_FILES = tuple(sorted((HERE / "data").glob("hook_dialogues_*.json")))
 
 
 @dataclass
@@ -166,7 +180,61 @@ def longchat(paths: tuple[Path, ...] = LONGCHAT_FILES) -> EvalSet:
     return EvalSet("longchat", stores, cases)
 
 
-def load(names: tuple[str, ...] = ("memdaily", "dialogue", "companion", "longchat")) -> dict[str, EvalSet]:
+def paraphrase(path: Path = PARAPHRASE_FILE) -> EvalSet:
+    """Short Chinese questions that each paraphrase one stored fact with few shared words; one store a person."""
+    stores: dict[str, list[tuple[str, str]]] = {}
+    cases = []
+    for person in json.loads(path.read_text(encoding="utf-8"))["people"]:
+        key = f"{path.stem}:{person['pid']}"
+        stores[key] = [(m["id"], m["content"]) for m in person["memories"]]
+        cases += [Case("paraphrase", "paraphrase", split_of(q["qid"]), key, q["text"], gold=frozenset(q["gold"]),
+                       key=q["qid"])
+                  for q in person["questions"]]
+    return EvalSet("paraphrase", stores, cases)
+
+
+def multisession(paths: tuple[Path, ...] = MULTISESSION_FILES) -> EvalSet:
+    """English two-speaker conversations over dated sessions: every turn is a memory ("[date] speaker: text",
+    as a chat log kept turn by turn would be), questions factual, temporal, multi-hop and updated facts."""
+    stores: dict[str, list[tuple[str, str]]] = {}
+    cases = []
+    for path in paths:
+        for conv in json.loads(path.read_text(encoding="utf-8"))["conversations"]:
+            key = f"{path.stem}:{conv['cid']}"
+            stores[key] = [(t["tid"], f"[{s['date'][:10]}] {t['speaker']}: {t['text']}")
+                           for s in conv["sessions"] for t in s["turns"]]
+            cases += [Case("multisession", q["kind"], split_of(q["qid"]), key, q["text"],
+                           gold=frozenset(q["gold"]), key=q["qid"])
+                      for q in conv["questions"]]
+    return EvalSet("multisession", stores, cases)
+
+
+def hook(paths: tuple[Path, ...] = HOOK_FILES) -> EvalSet:
+    """Companion chats turn by turn, as the per-turn hook sees them: each of the person's turns is a case
+    (the turn, with the dialogue before it as context) whose gold is the stored memory the companion's best
+    reply would recall, or none. One store a person; the people's lives differ, so a turn of one is about
+    nothing in another's store (bench/inject_threshold.py pairs them)."""
+    stores: dict[str, list[tuple[str, str]]] = {}
+    cases = []
+    for path in paths:
+        for person in json.loads(path.read_text(encoding="utf-8"))["people"]:
+            key = f"{path.stem}:{person['pid']}"
+            stores[key] = [(m["id"], m["content"]) for m in person["memories"]]
+            for d in person["dialogues"]:
+                before: list[dict] = []
+                for i, turn in enumerate(d["turns"]):
+                    if turn["role"] == "user":
+                        cases.append(Case("hook", f"{person['lang']}:{'related' if turn['gold'] else 'none'}",
+                                          split_of(d["did"]), key, turn["text"], list(before),
+                                          frozenset(turn["gold"]), f"{d['did']}:{i}"))
+                    before.append({"role": turn["role"], "text": turn["text"]})
+    return EvalSet("hook", stores, cases)
+
+
+SETS = ("memdaily", "dialogue", "companion", "longchat", "paraphrase", "multisession")
+
+
+def load(names: tuple[str, ...] = SETS) -> dict[str, EvalSet]:
     out: dict[str, EvalSet] = {}
     md = memdaily()
     for name in names:
@@ -178,4 +246,10 @@ def load(names: tuple[str, ...] = ("memdaily", "dialogue", "companion", "longcha
             out[name] = companion()
         elif name == "longchat" and LONGCHAT_FILES:
             out[name] = longchat()
+        elif name == "paraphrase" and PARAPHRASE_FILE.exists():
+            out[name] = paraphrase()
+        elif name == "multisession" and MULTISESSION_FILES:
+            out[name] = multisession()
+        elif name == "hook" and HOOK_FILES:
+            out[name] = hook()
     return out
