@@ -6,7 +6,9 @@ messages, pairs of them joined into one memory), indexed exactly as `hold` index
 encoders are random unit vectors: embedding 100k passages would take many minutes and does not change
 what a query costs (the query's real embeddings by both models, and a pass over every stored vector).
 Queries: MemDaily questions (long, no context); the dialogue set's chats (a fragment or a question with the
-person's earlier turns as `context`: e5 then reads the recent turns); short agent-style phrases. Each is a
+person's earlier turns as `context`: e5 then reads the recent turns); English questions of the long chats
+(with their context where they have one: e5 reads 64 of its tokens, a dozen English words or more); short
+agent-style phrases. Each is a
 POST /v1/breath over one kept-alive connection, timed at the client.
 
     python bench/breath_latency.py [--sizes 10000,100000] [--queries 200] [--db sqlite|postgresql|both]
@@ -101,6 +103,13 @@ def dialogue_bodies(rng: random.Random, n: int) -> list[dict]:
     return [{"query": c.query, "context": c.context} for c in cases]
 
 
+def english_bodies(rng: random.Random, n: int) -> list[dict]:
+    import evalsets
+
+    cases = evalsets.longchat().cases
+    return [{"query": c.query, "context": c.context} for c in (rng.choice(cases) for _ in range(n))]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000")
@@ -112,6 +121,7 @@ def main() -> None:
     _, questions = corpus()
     kinds = {"MemDaily questions": [{"query": q} for q in rng.sample(questions, args.queries)],
              "chats with context": dialogue_bodies(rng, args.queries),
+             "English questions": english_bodies(rng, args.queries),
              "short phrases": [{"query": QUERIES[i % len(QUERIES)]} for i in range(args.queries)]}
     print("breath through HTTP (POST /v1/breath on a real `ombre serve`), query embedding included; 2 cores")
     print(f"{'memories':>9} {'queries':<20}{'n':>5}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"

@@ -24,7 +24,8 @@
 - hook: companion chats (bench/data/hook_dialogues_*.json, written blind to the code: people of different
   lives — daily life, a child, a couple, an old woman, a student —, Chinese and English), every turn of the
   person a case with the dialogue before it, gold the memory the companion's best reply recalls (or none).
-  For the per-turn hook (bench/inject_threshold.py), not for recall's tables. Split by dialogue.
+  Recall reads its turns that need a memory (the topic moves from turn to turn, as in a real chat: the
+  earlier turns often point at another memory); bench/inject_threshold.py reads every turn. Split by dialogue.
 
 The split is by trajectory (MemDaily, dialogue) or by prompt (companion, longchat), from a hash of its key, so it
 never changes when code or data order changes. Tuning reads only `split == "dev"`.
@@ -194,14 +195,15 @@ def paraphrase(path: Path = PARAPHRASE_FILE) -> EvalSet:
 
 
 def multisession(paths: tuple[Path, ...] = MULTISESSION_FILES) -> EvalSet:
-    """English two-speaker conversations over dated sessions: every turn is a memory ("[date] speaker: text",
-    as a chat log kept turn by turn would be), questions factual, temporal, multi-hop and updated facts."""
+    """English two-speaker conversations over dated sessions: every turn is a memory ("speaker: text", as a
+    chat log kept turn by turn would be; its date is the session's), questions factual, temporal, multi-hop
+    and updated facts."""
     stores: dict[str, list[tuple[str, str]]] = {}
     cases = []
     for path in paths:
         for conv in json.loads(path.read_text(encoding="utf-8"))["conversations"]:
             key = f"{path.stem}:{conv['cid']}"
-            stores[key] = [(t["tid"], f"[{s['date'][:10]}] {t['speaker']}: {t['text']}")
+            stores[key] = [(t["tid"], f"{t['speaker']}: {t['text']}")
                            for s in conv["sessions"] for t in s["turns"]]
             cases += [Case("multisession", q["kind"], split_of(q["qid"]), key, q["text"],
                            gold=frozenset(q["gold"]), key=q["qid"])
@@ -231,7 +233,7 @@ def hook(paths: tuple[Path, ...] = HOOK_FILES) -> EvalSet:
     return EvalSet("hook", stores, cases)
 
 
-SETS = ("memdaily", "dialogue", "companion", "longchat", "paraphrase", "multisession")
+SETS = ("memdaily", "dialogue", "companion", "longchat", "paraphrase", "multisession", "hook")
 
 
 def load(names: tuple[str, ...] = SETS) -> dict[str, EvalSet]:

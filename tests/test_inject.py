@@ -46,7 +46,7 @@ def test_the_block_keeps_its_card_and_token_budgets(svc):
     assert estimate_text(block.text) <= 1800
     # the hook log says why each card was shown, the lift beside each cosine (a card may pass on either)
     assert all(re.search(r"e5 [\d.]+ lift -?[\d.]+ use [\d.]+ lift -?[\d.]+", block.why[c]) for c in block.cards)
-    small = turn_block(svc, InjectRequest("周末去爬山了吗", max_cards=3, max_tokens=400), now=NOW)
+    small = turn_block(svc, InjectRequest("周末去爬山了吗", max_cards=3, max_tokens=200), now=NOW)
     assert len(small.cards) <= 3 and estimate_text(small.text) <= 400 and small.left_out
 
 

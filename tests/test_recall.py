@@ -167,10 +167,14 @@ def test_a_memory_that_stands_out_of_its_store_passes_below_the_cosine_gate():
     low = {"e5": 0.86, "use": 0.35}
     assert not is_relevant({"sim": low, "lift": {"e5": 1.0, "use": 1.0}})
     assert is_relevant({"sim": low, "lift": {"e5": 3.0, "use": 0.5}})
-    assert is_relevant({"sim": low, "lift": {"e5": 0.5, "use": 2.5}})
+    # beside e5, USE's lift vouches for no card: on the hook dialogues it let more noise through than gold
+    assert not is_relevant({"sim": low, "lift": {"e5": 0.5, "use": 9.0}})
     assert not is_relevant({"sim": {"use": 0.35}, "lift": {"e5": 3.0}})  # only an encoder that scored it counts
-    # the hook's fast path: USE alone vouches with gates of its own, calibrated for it
-    assert is_relevant({"sim": {"use": 0.45}, "lift": {"use": 2.0}})
+    # the hook's fast path: USE alone vouches with gates of its own, calibrated for it; its lift only for the
+    # first card
+    assert is_relevant({"sim": {"use": 0.45}, "lift": {"use": 0.0}})
+    assert not is_relevant({"sim": {"use": 0.40}, "lift": {"use": 2.0}})
+    assert is_relevant({"sim": {"use": 0.40}, "lift": {"use": 2.0}}, lead=True)
     assert not is_relevant({"sim": {"e5": 0.86, "use": 0.45}, "lift": {"e5": 1.0, "use": 2.0}})
 
 
@@ -251,7 +255,7 @@ def test_a_memory_only_one_encoder_can_see_is_judged_by_its_gates_for_judging_al
     assert r.encoders == ["e5", "use"] and "Kevin" in card.content and set(card.why["sim"]) == {"use"}
     cosine, lift = card.why["sim"]["use"], card.why["lift"]["use"]
     assert cosine < USE.gate and lift < USE.lift_gate  # beside an e5 vector of its own it would not pass
-    assert card.relevant and is_relevant(card.why)
+    assert card.relevant and is_relevant(card.why, lead=card.lead)
     both.close()
     early.close()
 
@@ -395,8 +399,8 @@ def test_the_adjustments_order_the_places_after_the_first_and_never_the_first(sv
     from ombre.memory.breath import Adjust, breath
 
     cat = hold(svc, "她的猫叫团子", importance=1)
-    for importance, text in enumerate(["她喜欢吃番茄炒蛋", "她在学吉他", "她怕打雷", "她每天早上喝美式咖啡"], start=3):
-        hold(svc, text, importance=importance)
+    importance_of = {hold(svc, text, importance=importance): importance for importance, text in
+                     enumerate(["她喜欢吃番茄炒蛋", "她在学吉他", "她怕打雷", "她每天早上喝美式咖啡"], start=3)}
     ask = BreathRequest("团子最近怎么样")
     plain = breath(svc.store, ask, encoders=svc.encoders, now=NOW, touch=False, adjust=Adjust(0, 0, 0, 0))
     heavy = breath(svc.store, ask, encoders=svc.encoders, now=NOW, touch=False, adjust=Adjust(importance=0.99))
@@ -404,4 +408,95 @@ def test_the_adjustments_order_the_places_after_the_first_and_never_the_first(sv
     assert heavy.cards[0].score < max(c.score for c in heavy.cards)
     rest = [c.score for c in heavy.cards[1:]]
     assert rest == sorted(rest, reverse=True) and len(rest) == 4
-    assert [c.id for c in plain.cards[1:]] != [c.id for c in heavy.cards[1:]]  # the adjustment did reorder
+    # the adjustment moved the places after the first: each by its importance
+    plain_score = {c.id: c.score for c in plain.cards}
+    moved = {c.id: c.score / plain_score[c.id] for c in heavy.cards[1:] if plain_score[c.id] > 0}
+    assert moved and all(abs(f - (1 - 0.99 * (10 - importance_of[i]) / 9)) < 0.01 for i, f in moved.items())
+
+
+def test_the_writing_of_a_query_is_told_by_its_letters():
+    from ombre.memory.segment import script
+
+    assert script("When did Maya adopt her dog?") == "latin"
+    assert script("她在准备什么考试？") == "cjk"
+    assert script("我想学Python，你觉得呢") == "cjk"  # a Latin word inside Chinese is still Chinese
+    assert script("ok") == "latin" and script("？？") == "cjk"
+
+
+def test_an_english_query_weighs_each_family_of_signals_by_its_latin_weight():
+    """The same signals, fused for a Chinese and for an English query: with USE worth nothing in Latin script,
+    the English query follows e5 where USE disagrees; the Chinese query still hears USE."""
+    import dataclasses
+
+    rankings = {"e5:latest": ["e", "u"], "use:latest": ["u", "e"]}
+    fusion = dataclasses.replace(FUSION, weights=(("e5:latest", 1.0), ("use:latest", 1.5)), evidence=(),
+                                 latin=(("use", 0.0),), evidence_share=0.0, head_share=0.0)
+    zh = fuse(Signals(rankings=dict(rankings), script="cjk"), fusion)
+    en = fuse(Signals(rankings=dict(rankings), script="latin"), fusion)
+    assert max(zh, key=zh.get) == "u" and max(en, key=en.get) == "e"
+    assert fusion.weight("use:latest", "latin") == 0.0 and fusion.weight("use:latest") == 1.5
+
+
+def test_the_first_card_has_gates_of_its_own():
+    """The answer's first card may pass on less than the cards after it (embed.EncoderSpec.lead): a memory
+    between the two gates is shown first, never as a card after it."""
+    from ombre.memory.embed import SPECS
+
+    looser = 0
+    for alone in (False, True):
+        for key, spec in SPECS.items():
+            (gate, lift), (lead_gate, lead_lift) = spec.gates(alone), spec.gates(alone, lead=True)
+            assert lead_gate <= gate and lead_lift <= lift  # never stricter than the others'
+            others = [] if alone else [k for k in SPECS if k != key]  # scored by the others too, far below
+
+            def why(sim: float, lift_: float) -> dict:
+                return {"sim": {key: sim, **{k: -1.0 for k in others}},
+                        "lift": {key: lift_, **{k: -9.0 for k in others}}}
+
+            between = ([why(lead_gate, -9.0)] if lead_gate < gate else []) + \
+                ([why(-1.0, lead_lift)] if lead_lift < lift else [])
+            for w in between:
+                assert is_relevant(w, lead=True) and not is_relevant(w), (key, alone, w)
+                looser += 1
+    assert looser, "no encoder's first card has looser gates than the cards after it"
+    assert not is_relevant({"sim": {"e5": 0.5, "use": 0.0}, "lift": {"e5": 0.0, "use": 0.0}}, lead=True)
+
+
+def test_in_a_store_of_three_memories_nothing_stands_out_by_lift(svc):
+    """A store's mean over three memories is mostly those memories: one of them would "stand out" of it for
+    any question, so there only the cosine gates vouch (breath.LIFT_FROM)."""
+    from ombre.memory.breath import LIFT_FROM
+
+    for text in ("她的猫叫团子", "她对芒果过敏", "她在学游泳"):
+        hold(svc, text)
+    assert LIFT_FROM > 3
+    result = svc.breath(BreathRequest("明天的会议几点开始"), now=NOW, touch=False)
+    assert result.cards and all(c.why["lift"] == {} for c in result.cards)
+    assert not any(c.relevant for c in result.cards)
+
+
+
+def test_e5_reads_the_latest_words_and_the_recent_turns_when_both_fit():
+    """A turn that alludes to a memory in its own words is found through itself, a fragment through the turns
+    before it: e5 embeds both forms, and only the widest when the deadline leaves room for one."""
+    import time as time_module
+
+    from ombre.memory.breath import DEADLINE_RESERVE_MS, E5_TOKENS, _plan
+    from ombre.memory.embed import E5
+    from ombre.memory.query import Query
+
+    class Characters:  # an encoder whose tokens are characters (the plan needs only the count)
+        def tokens(self, text: str) -> int:
+            return len(text)
+
+    query = Query.build("又路过那家店了", ["昨天和朋友去吃了火锅", "好撑啊"])
+    encoders = {"e5": Characters(), "use": Characters()}
+    plan = _plan(query, encoders, None, E5_TOKENS)
+    assert set(plan["e5"]) == {"latest", "recent"} and plan["e5"]["latest"] == "又路过那家店了"
+    assert set(plan["use"]) == {"latest", "recent"}
+    one = E5.cost_ms(len(plan["e5"]["recent"]))
+    both = E5.cost_ms(sum(len(t) for t in plan["e5"].values()), 2)
+    room = (one + both) / 2 + DEADLINE_RESERVE_MS  # enough for the widest form, not for both
+    tight = _plan(query, encoders, time_module.monotonic() + room / 1000, E5_TOKENS)
+    assert set(tight["e5"]) == {"recent"}
+    assert "e5" not in _plan(query, encoders, time_module.monotonic(), E5_TOKENS)  # nothing fits: USE alone

@@ -23,7 +23,7 @@ from . import anniversary, emotion
 from .embed import ORDER, SPECS, Embedder, tail
 from .model import HANDOFF_TYPE, SHANGHAI, Memory, iso, now_utc
 from .query import Query
-from .segment import query_terms
+from .segment import query_terms, script
 from .store import MemoryStore
 
 CANDIDATES = 50  # each signal's ranking is cut here before fusion: the top five come from far above it
@@ -31,6 +31,11 @@ OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the ke
 LOADED_PER_RESULT, MIN_LOADED = 4, 24  # fused candidates read from the store per wanted card, at least
 DECAY_PER_DAY = 0.05  # e^(−0.05·days) as in the public Ombre; commitments and pinned are exempt
 KEYWORD_MIN = 0.5  # without vectors, a keyword match counts from half the best BM25 score of this query
+# A lift is measured against the store's mean cosine: over two or three memories that mean is mostly the
+# memories themselves, and one of them stands "out" of it for any question. Below this many vectors only the
+# cosine gates vouch for a card (fusion still reads the lift: there it only orders). MemDaily's smallest
+# stores hold four memories, which the gates were calibrated with.
+LIFT_FROM = 4
 # e5 reads its form's last E5_TOKENS tokens (its own: embed.tail): it costs ~0.75 ms a token here, while USE
 # reads whole forms for almost nothing. On the dev objective (bench/recall_eval.py, Chinese, where a token is
 # about a character) 128 scored +0.003 over 64 and 48 −0.007; 128 alone takes ~80 ms at p95, past breath's
@@ -64,28 +69,37 @@ class Fusion:
     that leads (1 − head_share)·rank + head_share·evidence: the one that clearly answers. The other places
     follow (1 − evidence_share)·rank + evidence_share·evidence, where agreement between the signals counts
     for a little more. On the dev splits this raised R@5 (dialogue +0.002, companion +0.008) at the same R@1
-    as one blend for every place. Chosen on the dev splits of all four sets (bench/recall_eval.py --tune:
-    coordinate passes, then seeded random steps). When there are recent turns their forms weigh most: on the
-    dialogue set a fragment's own words find the right memory far less often (e5 test R@1 0.216 against
-    0.366 over the recent turns).
+    as one blend for every place. Chosen on the dev splits of all seven sets (bench/recall_eval.py --tune:
+    coordinate passes, then seeded random steps; the objective is the worst lead over every part and over
+    plain e5 of the whole question). When there are recent turns their forms weigh most: on the dialogue set
+    a fragment's own words find the right memory far less often; on the hook dialogues, where a turn alludes
+    to a memory in its own words, the latest words' forms (and e5's lift over them) keep it from following
+    the turns before it.
     """
 
-    k: float = 3.0
+    k: float = 10.0
     weights: tuple[tuple[str, float], ...] = (
-        ("keyword", 0.5), ("keyword:recent", 6.0),
-        ("e5:latest", 0.844), ("e5:recent", 5.062),
-        ("use:latest", 1.125), ("use:recent", 9.0),
+        ("keyword", 0.375), ("keyword:recent", 4.5),
+        ("e5:latest", 0.633), ("e5:recent", 5.062),
+        ("use:latest", 2.25), ("use:recent", 10.125),
     )
-    evidence: tuple[tuple[str, float], ...] = (("keyword", 0.564), ("keyword:recent", 0.375), ("e5", 1.0),
+    evidence: tuple[tuple[str, float], ...] = (("keyword", 0.423), ("keyword:recent", 0.0), ("e5", 0.75),
                                                ("use", 0.562))
     evidence_share: float = 0.5
     head_share: float = 1.0
+    # What each family of signals ("keyword", "e5", "use") is worth when the person writes in Latin script:
+    # every weight of the family, rank and evidence, is multiplied by it. On English, USE alone finds far
+    # less than e5, and stemmed keywords more than USE (bench/recall_eval.py). Tuned with the rest.
+    latin: tuple[tuple[str, float], ...] = (("keyword", 3.375), ("e5", 2.0), ("use", 0.5))
 
-    def weight(self, signal: str) -> float:
-        return dict(self.weights).get(signal, 0.0)
+    def weight(self, signal: str, script: str = "cjk") -> float:
+        return dict(self.weights).get(signal, 0.0) * self._scale(signal, script)
 
-    def evidence_weight(self, name: str) -> float:
-        return dict(self.evidence).get(name, 0.0)
+    def evidence_weight(self, name: str, script: str = "cjk") -> float:
+        return dict(self.evidence).get(name, 0.0) * self._scale(name, script)
+
+    def _scale(self, signal: str, script: str) -> float:
+        return dict(self.latin).get(signal.split(":")[0], 1.0) if script == "latin" else 1.0
 
 
 FUSION = Fusion()
@@ -138,6 +152,7 @@ class Card:
     situation: str = ""
     conflicts: list[str] = field(default_factory=list)
     relevant: bool = True  # close enough to show unasked (is_relevant, near_best); False: a filler card
+    lead: bool = False  # the answer's first card (fuse's head), judged by its own gates (is_relevant)
 
     def render(self) -> str:
         mark = "" if self.status == "confirmed" else "（未确认）"
@@ -202,14 +217,15 @@ def to_card(m: Memory, score: float, why: dict, relevant: bool = True) -> Card:
     return card
 
 
-def is_relevant(why: dict) -> bool:
+def is_relevant(why: dict, lead: bool = False) -> bool:
     """Whether a recalled memory is close enough to be shown unasked (the hook) or to count as recalled
     (activation): any encoder's best cosine over the query's forms reaches that encoder's gate, or the
     memory stands out of its store by that encoder's lift gate (embed.EncoderSpec). A memory that only one
     encoder could score has that encoder's gates for judging alone: the hook's fast path (USE ran alone),
     and as well a memory whose other vector is missing (e5 failed when it was written) though both ran.
     Either way one judge must vouch for it where two would have had two chances, which is what the alone
-    gates were calibrated for. Without any vector (OMBRE_VECTORS=0), a strong keyword match decides."""
+    gates were calibrated for. `lead`: the answer's first card, which has gates of its own
+    (embed.EncoderSpec.lead). Without any vector (OMBRE_VECTORS=0), a strong keyword match decides."""
     sims: dict = why.get("sim") or {}
     if not sims:
         return why.get("keyword", 0.0) >= KEYWORD_MIN
@@ -217,7 +233,7 @@ def is_relevant(why: dict) -> bool:
     alone = _alone(why)
     for key, sim in sims.items():
         if key in SPECS:
-            gate, lift_gate = SPECS[key].gates(alone)
+            gate, lift_gate = SPECS[key].gates(alone, lead)
             if sim >= gate or lifts.get(key, -math.inf) >= lift_gate:
                 return True
     return False
@@ -277,6 +293,9 @@ class Signals:
     keyword: dict[str, dict[str, float]] = field(default_factory=dict)  # keyword signal → id → share of best
     lift: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best standing-out
     sim: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best raw cosine
+    script: str = "cjk"  # the person's writing (segment.script of the latest words): Fusion.latin
+    sizes: dict[str, int] = field(default_factory=dict)  # encoder → vectors in the store (LIFT_FROM)
+    top: dict[str, float] = field(default_factory=dict)  # "<encoder>:<form>" → its best lift in the store
 
     def candidates(self) -> set[str]:
         return {mid for ids in self.rankings.values() for mid in ids}
@@ -292,8 +311,9 @@ def _scaled(values: dict[str, float]) -> dict[str, float]:
 def fuse(signals: Signals, fusion: Fusion = FUSION) -> dict[str, float]:
     """One score per candidate in 0–1 (see Fusion)."""
     rank: dict[str, float] = defaultdict(float)
+    writing = signals.script
     for signal, ids in signals.rankings.items():
-        w = fusion.weight(signal)
+        w = fusion.weight(signal, writing)
         if w <= 0:
             continue
         for r, mid in enumerate(ids, start=1):
@@ -303,11 +323,11 @@ def fuse(signals: Signals, fusion: Fusion = FUSION) -> dict[str, float]:
         return {}
     evidence = {mid: 0.0 for mid in candidates}
     for name, shares in signals.keyword.items():
-        w = fusion.evidence_weight(name)
+        w = fusion.evidence_weight(name, writing)
         for mid, share in shares.items():
             evidence[mid] += w * share
     for key, lifts in signals.lift.items():
-        w = fusion.evidence_weight(key)
+        w = fusion.evidence_weight(key, writing)
         for mid in candidates:
             evidence[mid] += w * lifts.get(mid, 0.0)
     rank_s, evidence_s = _scaled({mid: rank.get(mid, 0.0) for mid in candidates}), _scaled(evidence)
@@ -325,18 +345,18 @@ def _top(scores: np.ndarray, ids: list[str], limit: int) -> list[str]:
     return [ids[i] for i in top[np.argsort(-scores[top], kind="stable")]]
 
 
-def _fits(key: str, tokens: int, deadline: float | None) -> bool:
+def _fits(key: str, tokens: int, deadline: float | None, texts: int = 1) -> bool:
     if deadline is None:
         return True
     left_ms = (deadline - time.monotonic()) * 1000 - DEADLINE_RESERVE_MS
-    return SPECS[key].cost_ms(tokens) <= left_ms
+    return SPECS[key].cost_ms(tokens, texts) <= left_ms
 
 
 def _plan(query: Query, encoders: Mapping[str, Embedder], deadline: float | None,
           e5_tokens: int) -> dict[str, dict[str, str]]:
     """Which texts each encoder embeds, each cut by the encoder's own token count (embed.tail): USE every
-    form; e5 (the slow one) only the widest form — the recent turns when there are any, which end with the
-    latest words — cut to its last e5_tokens tokens, and only if it fits before the deadline."""
+    form whole; e5 (the slow one) each form cut to its last e5_tokens tokens, as many forms as fit before
+    the deadline (both, else the widest: the recent turns, which end with the latest words)."""
     plan: dict[str, dict[str, str]] = {}
     for key in ORDER:
         encoder = encoders.get(key)
@@ -349,10 +369,15 @@ def _plan(query: Query, encoders: Mapping[str, Embedder], deadline: float | None
 
         forms = query.forms(cut)
         if SPECS[key].widest_only:
-            name = "recent" if "recent" in forms else "latest"
-            text, tokens = tail(forms[name], e5_tokens, count)
-            if _fits(key, tokens, deadline):
-                plan[key] = {name: text}
+            # the latest words alone and, in a chat, the recent turns: a fragment is found through the turns
+            # before it, a turn that alludes to a memory in its own words through itself (the earlier turns
+            # were often about another). When both would not fit the deadline, the widest alone.
+            cuts = {name: tail(text, e5_tokens, count) for name, text in forms.items()}
+            widest = "recent" if "recent" in cuts else "latest"
+            for names in (list(cuts), [widest]):
+                if _fits(key, sum(cuts[name][1] for name in names), deadline, len(names)):
+                    plan[key] = {name: cuts[name][0] for name in names}
+                    break
         else:
             plan[key] = forms
     return plan
@@ -370,7 +395,7 @@ def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embe
     plan = _plan(query, encoders, deadline, e5_tokens)
     indexes = {key: store.vectors(key) for key in plan}
     plan = {key: texts for key, texts in plan.items() if len(indexes[key])}
-    out = Signals()
+    out = Signals(script=script(query.latest))
 
     def embed(key: str) -> np.ndarray:
         return encoders[key].queries(list(plan[key].values()))
@@ -416,6 +441,9 @@ def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embe
         means = np.array([[row.mean()] for row in forms_rows], dtype=np.float32)
         out.lift[key] = dict(zip(wanted, ((at - means) / spread).max(axis=0).tolist()))
         out.sim[key] = dict(zip(wanted, at.max(axis=0).tolist()))
+        out.sizes[key] = len(index)
+        for name, row, mean in zip(plan[key], forms_rows, means[:, 0]):
+            out.top[f"{key}:{name}"] = float((row.max() - mean) / spread) if len(row) else 0.0
         if used is not None:
             used.append(key)
     return out
@@ -436,7 +464,8 @@ def retrieve(store: MemoryStore, query: Query | str, *, encoders: Mapping[str, E
     out: dict[str, tuple[float, dict]] = {}
     for mid, score in fused.items():
         sim = {key: round(v[mid], 4) for key, v in sig.sim.items() if mid in v}
-        lift = {key: round(v[mid], 3) for key, v in sig.lift.items() if mid in v}
+        lift = {key: round(v[mid], 3) for key, v in sig.lift.items()
+                if mid in v and sig.sizes.get(key, LIFT_FROM) >= LIFT_FROM}
         why = {"relevance": round(score, 4), "keyword": round(sig.keyword.get("keyword", {}).get(mid, 0.0), 3),
                "sim": sim, "lift": lift, "ranks": {s: r[mid] for s, r in ranks.items() if mid in r}}
         if "e5" in sim:
@@ -504,7 +533,7 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
     scored.sort(key=lambda x: (x[1].id != head, -x[0]))
     budget = req.max_tokens
     for score, m, why in scored:
-        relevant = is_relevant(why)
+        relevant = is_relevant(why, lead=m.id == head)
         if m.pinned:
             if relevant and len(result.pinned) < 3:  # pinned core: shown when relevant, outside the budget
                 result.pinned.append(to_card(m, score, why))
@@ -512,6 +541,7 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
         if len(result.cards) >= req.max_results:
             continue
         card = to_card(m, score, why, relevant)
+        card.lead = m.id == head
         if card.tokens > budget:
             continue
         budget -= card.tokens

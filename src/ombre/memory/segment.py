@@ -24,6 +24,14 @@ _WORD = re.compile(r"\w")
 _SENTENCE = re.compile(r"[^。！？!?\n；;]+[。！？!?；;]?")
 
 
+def script(text: str) -> str:
+    """"latin" when a text is written mostly in Latin letters (an English question), else "cjk". A Latin
+    word takes about five letters where Chinese takes one or two characters: "我想学Python" is Chinese."""
+    cjk = sum(len(run) for run in _CJK.findall(text))
+    latin = sum(len(run) for run in _LATIN.findall(text.lower()))
+    return "latin" if latin > 4 * cjk else "cjk"
+
+
 def sentences(text: str, min_chars: int = 2) -> list[str]:
     """Sentences as Chinese punctuation (and newlines) end them, each kept with its end mark."""
     return [s.strip() for s in _SENTENCE.findall(text) if len(s.strip()) >= min_chars]
