@@ -295,7 +295,6 @@ class Signals:
     sim: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best raw cosine
     script: str = "cjk"  # the person's writing (segment.script of the latest words): Fusion.latin
     sizes: dict[str, int] = field(default_factory=dict)  # encoder → vectors in the store (LIFT_FROM)
-    top: dict[str, float] = field(default_factory=dict)  # "<encoder>:<form>" → its best lift in the store
 
     def candidates(self) -> set[str]:
         return {mid for ids in self.rankings.values() for mid in ids}
@@ -442,8 +441,6 @@ def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embe
         out.lift[key] = dict(zip(wanted, ((at - means) / spread).max(axis=0).tolist()))
         out.sim[key] = dict(zip(wanted, at.max(axis=0).tolist()))
         out.sizes[key] = len(index)
-        for name, row, mean in zip(plan[key], forms_rows, means[:, 0]):
-            out.top[f"{key}:{name}"] = float((row.max() - mean) / spread) if len(row) else 0.0
         if used is not None:
             used.append(key)
     return out
@@ -533,7 +530,8 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
     scored.sort(key=lambda x: (x[1].id != head, -x[0]))
     budget = req.max_tokens
     for score, m, why in scored:
-        relevant = is_relevant(why, lead=m.id == head)
+        lead = m.id == head
+        relevant = is_relevant(why, lead=lead)
         if m.pinned:
             if relevant and len(result.pinned) < 3:  # pinned core: shown when relevant, outside the budget
                 result.pinned.append(to_card(m, score, why))
@@ -541,7 +539,7 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
         if len(result.cards) >= req.max_results:
             continue
         card = to_card(m, score, why, relevant)
-        card.lead = m.id == head
+        card.lead = lead
         if card.tokens > budget:
             continue
         budget -= card.tokens

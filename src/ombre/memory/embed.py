@@ -81,7 +81,6 @@ SPECS = {s.key: s for s in (E5, USE)}
 ORDER = ("e5", "use")  # the encoders recall uses when both are there
 
 
-
 def tail(text: str, limit: int, tokens: "Callable[[str], int]") -> tuple[str, int]:
     """The longest end of `text` the encoder reads as at most `limit` of its own tokens, and their count.
 
