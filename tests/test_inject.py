@@ -38,13 +38,18 @@ def hold(svc: MemoryService, content: str, now: dt.datetime = NOW, **kw) -> str:
 
 # -- the block ----------------------------------------------------------------------------------------
 def test_the_block_keeps_its_card_and_token_budgets(svc):
-    for i in range(12):
-        hold(svc, f"她周末和朋友去爬山，第{i}次去的是西湖边的山，走了很久很久，" + "风景很好。" * 20,
-             importance=5 + i % 3)
+    for text in ("她的猫叫团子", "她对芒果过敏", "她在学游泳", "她每天早上喝美式咖啡", "她怕打雷", "她弟弟在读高三",
+                 "她养了一盆绿萝", "她不吃香菜", "她周三晚上上钢琴课", "她的生日是五月二号", "她在银行上班",
+                 "她最近在看三体", "她的车是白色的", "她奶奶住在苏州", "她讨厌下雨天", "她喜欢听周杰伦",
+                 "她上个月换了新手机", "她打算明年考驾照", "她睡前会泡脚", "她最爱吃火锅"):
+        hold(svc, text)
+    for i in range(12):  # one topic many times over, each long: more than the budgets hold
+        hold(svc, f"她周末和朋友去爬山，第{i}次去的是西湖边的山，" + "走了很久很久，山上风景很好，拍了很多照片，下山后"
+             "一起吃了片儿川。" * 3, importance=5 + i % 3)
     block = turn_block(svc, InjectRequest("周末去爬山了吗", max_cards=5, max_tokens=1800), now=NOW)
     assert block.text.startswith(HEADER) and 1 <= len(block.cards) <= 5
     assert estimate_text(block.text) <= 1800
-    # the hook log says why each card was shown, the lift beside each cosine (a card may pass on either)
+    # the hook log says why each card was shown: each encoder's cosine with its lift beside it
     assert all(re.search(r"e5 [\d.]+ lift -?[\d.]+ use [\d.]+ lift -?[\d.]+", block.why[c]) for c in block.cards)
     small = turn_block(svc, InjectRequest("周末去爬山了吗", max_cards=3, max_tokens=200), now=NOW)
     assert len(small.cards) <= 3 and estimate_text(small.text) <= 400 and small.left_out

@@ -33,7 +33,7 @@ def test_every_option_the_readme_shows_exists():
 
 def test_bench_figures_in_the_readme_come_from_the_bench_output():
     checks = {"forge_speed.txt": r"(payload|chatty) ",
-              "recall_eval.txt": r"(memdaily|dialogue|companion|longchat|paraphrase|multisession|hook) +\d", "inject_threshold.txt": r"(e5|use) .* [\d.]+$",
+              "recall_eval.txt": r"(memdaily|dialogue|companion|longchat|paraphrase|multisession|hook) +\d", "inject_threshold.txt": r"(both|e5|use) .* [\d.]+$",
               "recall_leave_one_out.txt": r"(memdaily|dialogue|companion|longchat) +held out",
               "breath_latency.txt": r" +\d+0000 ", "hook_latency.txt": r"service ",
               "cost_replay.txt": r"(naive|dual-zone) ", "distill_eval.txt": r"distill "}

