@@ -28,7 +28,9 @@ from ombre.write.llm import from_settings  # noqa: E402
 from tests.distill_score import Score, by_category, load, score  # noqa: E402
 
 KINDS = {"promise_asked": "承诺", "standing_rule": "规则", "food_allergy": "偏好", "names": "关系",
-         "fear_secret": "感受", "family_event": "事件", "plan_event": "事件", "preference_fact": "偏好"}
+         "fear_secret": "感受", "family_event": "事件", "plan_event": "事件", "preference_fact": "偏好",
+         "agreement_across_turns": "约定", "agreement_stated": "承诺", "take_back": "承诺", "transient": "事件",
+         "question_cue": "事件"}
 
 
 def example_rows(cases) -> list[tuple[str, dict]]:
@@ -93,10 +95,12 @@ def cross_validate(dev, thresholds=(0.5, 0.6, 0.7, 0.8, 0.9), folds=5) -> None:
 
 def _by_set(cases) -> dict[str, list]:
     """The test split by when it was written: sets a-d (and the first 64, all dev), beside which the cues
-    were tuned since #15 began, and sets e-f, written later."""
+    were tuned since #15 began; sets e-f, written later; set g, agreements across turns, decisions, take-backs,
+    passing states and questions about what was said (written blind to the rules for #32)."""
     groups: dict[str, list] = {}
     for c in cases:
-        groups.setdefault("sets e-f" if c.id.startswith(("e-", "f-")) else "sets a-d", []).append(c)
+        name = "sets e-f" if c.id.startswith(("e-", "f-")) else "set g" if c.id.startswith("g-") else "sets a-d"
+        groups.setdefault(name, []).append(c)
     return dict(sorted(groups.items()))
 
 
@@ -168,6 +172,9 @@ def main() -> None:
         print(_line("distill test", score(extract, test, strict)))
         for name, group in _by_set(test).items():
             print(_line(f"  test {name}", score(extract, group, strict)))
+    print("\nfalse memories in the snippets with nothing worth keeping (the first objective): "
+          + ", ".join(f"{name} {len(score(extract, [c for c in split if not c.expect]).wrong)} in "
+                      f"{sum(1 for c in split if not c.expect)} snippets" for name, split in (("dev", dev), ("test", test))))
     print("\ntest split by category (with the second reading)")
     for name, s in by_category(extract, test).items():
         print(f"  {name:<16} n {s.cases:>3}  precision {s.precision:.3f} ({s.right}/{s.produced})  "

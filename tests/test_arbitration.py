@@ -57,6 +57,16 @@ def test_case_a_a_change_of_day_replaces_the_old_commitment_with_a_trace(rules):
     assert rules.store.get(old.id) is not None  # kept, retrievable
 
 
+def test_a_change_said_thing_first_replaces_the_commitment_it_changes(rules):
+    """"吃早饭的提醒改成…": the slot is the thing changed (吃早饭), not "吃早饭" read as the owner of a 提醒."""
+    old = hold(rules, "每天早上八点提醒她吃早饭", type="承诺", quote="每天早上八点提醒我吃早饭")
+    other = hold(rules, "每天晚上十点提醒她吃药", type="承诺", quote="每天晚上十点提醒我吃药")
+    new = hold(rules, "吃早饭的提醒改成早上七点半", type="承诺", quote="吃早饭的提醒改成早上七点半吧")
+    assert new.arbitration["action"] == "overwrite" and new.arbitration["target"] == old.id
+    assert not rules.store.get(old.id).current and rules.store.get(other.id).current
+    assert recalled(rules, "几点提醒我吃早饭")[:1] == ["吃早饭的提醒改成早上七点半"]
+
+
 def test_case_b_nickname_at_home_and_full_name_with_family_coexist(rules):
     home = hold(rules, "在家叫她小满", type="规则", quote="在家就叫我小满")
     family = hold(rules, "有家人在时叫她全名", type="规则", quote="有家人在的时候叫我全名")

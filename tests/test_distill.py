@@ -272,6 +272,14 @@ def test_distill_commands(setup, tmp_path):
     assert status["enabled"] and status["new_person_turns"] == 1 and status["daily_cap"] == 8
     assert status["cursor"]["uuid"] and status["last_outcomes"][-1]["session"] == chat.b.sid
     assert status["model"]["backend"] == "rules" and status["model"]["calls"] == 0
+    chat.turn("以后每周六早上我们一起跑步好不好")
+    chat.turn("算了 我起不来")
+    explained = run("--session", str(chat.path), "--dry-run", "--force", "--explain")
+    assert explained.returncode == 0, explained.stderr
+    assert "how the rules read each clause:" in explained.stdout
+    assert "taken back by 「算了」" in explained.stdout and "[承诺] 「提醒我周一交房租」 — a request" in explained.stdout
+    reading = json.loads(run("--session", str(chat.path), "--dry-run", "--force", "--explain", "--json").stdout)["explain"]
+    assert {r["clause"]: r.get("taken_back") for r in reading}["以后每周六早上我们一起跑步"] == "「算了」"
     plain = run("status", "--session", str(chat.path))
     assert "model     rules: 0/200 calls, 0/300000 tokens today" in plain.stdout, plain.stderr
     config = subprocess.run([sys.executable, "-m", "ombre.cli", "config", "--json"], env=env, capture_output=True,
@@ -388,3 +396,64 @@ def test_install_marks_when_ombre_started_and_doctor_says_where_distillation_rea
 def test_an_agreement_made_across_turns_is_kept(turns, kept):
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
     assert [(c.type, c.quote) for c in got] == kept, got
+
+
+def _kept(turns) -> list[tuple[str, str]]:
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    return [(c.type, c.quote) for c in got]
+
+
+@pytest.mark.parametrize("turns, kept", [
+    # a decision or a standing rule of the person's own is a commitment; being held to it adds nothing else
+    ([("person", "我决定了 以后每天晚上跑步二十分钟"), ("assistant", "好！"), ("person", "你要监督我")],
+     [("承诺", "以后每天晚上跑步二十分钟"), ("承诺", "你要监督我")]),
+    ([("person", "从下个月开始我每周只点一次外卖"), ("assistant", "支持")], [("承诺", "从下个月开始我每周只点一次外卖")]),
+    # said as already agreed with someone: the content beside the marker is what is kept
+    ([("person", "我跟我姐约好了 每年春节轮流回父母家"), ("assistant", "好办法")], [("约定", "每年春节轮流回父母家")]),
+    # a wish, a hope or "以后再说" is no decision
+    ([("person", "以后想去冰岛看极光"), ("assistant", "一定很美")], []),
+    ([("person", "这事以后再说吧"), ("assistant", "好")], []),
+])
+def test_a_decision_or_an_agreement_stated_as_made_is_a_commitment(turns, kept):
+    assert sorted(_kept(turns)) == sorted(kept)
+
+
+@pytest.mark.parametrize("turns", [
+    # taken back in the next turn, in so many words or by a bare "算了", wherever it stands in the turn
+    [("person", "以后每周给你画一幅画"), ("assistant", "好期待"), ("person", "当我没说 我画得太丑了")],
+    [("person", "我以后每天六点起床背单词"), ("assistant", "好厉害"), ("person", "算了 起不来的")],
+    [("person", "我以后每天六点起床背单词"), ("assistant", "好厉害"), ("person", "起不来的 算了")],
+    [("person", "以后你叫我公主殿下吧 哈哈 开玩笑的 别真叫")],
+    # a complaint about today or tomorrow is not a plan, nor is something the person cannot do this week
+    [("person", "明天还得七点到公司 烦死"), ("assistant", "早点睡吧")],
+    [("person", "明天要交报告了 好慌"), ("assistant", "你可以的")],
+    [("person", "这周要值班 周日也回不了家"), ("assistant", "辛苦了")],
+    # asking whether the companion remembers is a question, whatever it names
+    [("person", "你还记得我们约好每周几打电话吗"), ("assistant", "周三？")],
+    [("person", "我之前说要提醒我交水费 是几号来着"), ("assistant", "每月十号")],
+    # a request for now is answered by the chat itself
+    [("person", "好无聊 陪我聊会儿天"), ("assistant", "好呀")],
+])
+def test_take_backs_passing_states_and_questions_are_never_kept(turns):
+    assert _kept(turns) == []
+
+
+def test_a_plan_at_an_hour_stays_a_plan_however_nervous_and_a_take_back_keeps_its_replacement():
+    assert _kept([("person", "明天上午十点面试 好紧张"), ("assistant", "加油")]) == [("事件", "明天上午十点面试")]
+    assert _kept([("person", "以后每天都喝全糖奶茶"), ("assistant", "糖太多啦"),
+                  ("person", "算了 以后还是都喝无糖的吧")]) == [("承诺", "以后还是都喝无糖的吧")]
+
+
+def test_the_memory_text_drops_filler_and_the_quote_stays_verbatim():
+    got = rules_candidates([Turn("person", "再说一次哦：我对芒果过敏", "u0")])
+    assert [(c.content, c.quote) for c in got] == [("我对芒果过敏", "再说一次哦：我对芒果过敏")]
+
+
+def test_the_per_run_cap_never_drops_an_agreement():
+    turns = [("person", "我对花生过敏"), ("assistant", "记住了"), ("person", "我妹妹叫小雨"), ("assistant", "好听"),
+             ("person", "我下个月五号去体检"), ("assistant", "好"),
+             ("person", "以后每天晚上十点提醒我吃药"), ("assistant", "好的"),
+             ("person", "以后每周六早上我们一起背单词吧，好不好"), ("assistant", "好呀"),
+             ("person", "以后别叫我全名")]
+    kinds = [kind for kind, _ in _kept(turns)]
+    assert kinds.count("承诺") + kinds.count("约定") + kinds.count("规则") == 3 and len(kinds) >= 3

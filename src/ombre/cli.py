@@ -1327,11 +1327,13 @@ def keeper_reset(settings: Settings) -> None:
 @main.group(invoke_without_command=True)
 @click.option("--session", default=None, help="The session to read [default: the current project's newest].")
 @click.option("--force", is_flag=True, help="Run even if not due (5 new turns or 10 idle minutes).")
+@click.option("--explain", is_flag=True,
+              help="Also print how the rules read each clause: the act, what decided it, what took it back.")
 @dry_run_option
 @json_option
 @click.pass_context
 @handles_errors
-def distill(ctx: click.Context, session: str | None, force: bool, dry_run: bool, as_json: bool) -> None:
+def distill(ctx: click.Context, session: str | None, force: bool, explain: bool, dry_run: bool, as_json: bool) -> None:
     """Settle what the person said into memory (0–3 candidates, quoted, through write_gate)."""
     if ctx.invoked_subcommand is not None:
         return
@@ -1342,7 +1344,7 @@ def distill(ctx: click.Context, session: str | None, force: bool, dry_run: bool,
     service = _service(settings)
     try:
         result = Distiller(settings, service, from_settings(settings)).run(_session(settings, session), force=force,
-                                                                          dry_run=dry_run)
+                                                                          dry_run=dry_run, explain=explain)
     finally:
         service.close()
 
@@ -1352,6 +1354,12 @@ def distill(ctx: click.Context, session: str | None, force: bool, dry_run: bool,
         lines += [f"  candidate [{c['type']}] {c['content']}  原话「{c['quote']}」" for c in result.candidates]
         lines += [f"  held {h['decision']}: {h['content']}" + (f"  ({'；'.join(h['reasons'])})" if h["reasons"] else "")
                   for h in result.held]
+        if result.explain:
+            lines.append("  how the rules read each clause:")
+            lines += [f"    [{r['act']}] 「{r['clause']}」 — {r['why']}"
+                      + (f"; taken back by {r['taken_back']}" if r.get("taken_back") else "") for r in result.explain]
+        elif explain and result.ran:
+            lines.append("  how the rules read each clause: nothing of the person's to read")
         return "\n".join(lines)
 
     _emit(as_json, result, human)

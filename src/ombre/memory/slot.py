@@ -75,15 +75,26 @@ def subject_of(text: str) -> str:
     return ""
 
 
+# A change said thing-first ("吃早饭的提醒改成早上七点半", "语音换到周四", "吃药以后改九点"): the slot is the
+# thing changed, never "吃早饭" read as the owner of "的提醒".
+_CHANGED = re.compile(r"^\s*(?P<thing>.{1,12}?)(?:的)?(?:提醒|时间|闹钟|安排|日子|时候)?(?:以后|从今以后|之后|从明天起|从下周起)?"
+                      r"(?:都|就)?(?:改成|改到|改为|改在|改|换成|换到|换在|挪到|调到|提前到|推迟到|延后到)")
+
+
 def slot_of(text: str, situation: str = "") -> Slot:
     """The slot of a memory's content; `situation` (its written or detected situation) is left out."""
     rest = text.replace(situation, " ") if situation else text
+    changed = _CHANGED.match(rest)
+    if changed and slot_of(changed.group("thing")).chars:
+        rest = changed.group("thing")
     subject = subject_of(rest)
     rest = WHEN.sub(" ", rest)
     if subject:
         rest = rest.replace(subject, " ")
     activity = frozenset(w for w in words(rest) if w not in _FUNCTION and w not in _PRONOUN and not w.isdigit())
-    return Slot(subject, activity, frozenset(c for c in _CJK.findall(rest) if c not in _FUNCTION_CHARS))
+    # the characters of what is left once function words are out ("提醒" is no part of what is reminded of)
+    content = "".join(w for w in words(rest) if w not in _FUNCTION)
+    return Slot(subject, activity, frozenset(c for c in _CJK.findall(content) if c not in _FUNCTION_CHARS))
 
 
 def when_of(text: str) -> set[str]:

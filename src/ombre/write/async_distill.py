@@ -103,14 +103,16 @@ class DistillResult:
     cursor: str | None = None
     dry_run: bool = False
     fallback: str = ""  # why the rules answered instead of the configured model
+    explain: list[dict] = field(default_factory=list)  # how the rules read each clause (run(explain=True))
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 def rules_candidates(turns: list[Turn], examples: distill_rules.Examples | None = None,
-                     add_from: float | None = None) -> list[Candidate]:
-    """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed."""
+                     add_from: float | None = None, explain: list[dict] | None = None) -> list[Candidate]:
+    """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed; `explain`
+    collects how each clause was read (distill_rules.candidates)."""
     person = [(n, t.text) for n, t in enumerate(turns) if t.who == "person"]
     # the person turns that answer a question of the assistant's ("满月是哪天呀" → "下个月12号")
     answers = {n for n, t in enumerate(turns) if t.who == "person" and n and turns[n - 1].who == "assistant"
@@ -119,8 +121,8 @@ def rules_candidates(turns: list[Turn], examples: distill_rules.Examples | None 
     accepted = {n for n, t in enumerate(turns) if t.who == "person" and n + 1 < len(turns)
                 and turns[n + 1].who == "assistant" and distill_rules.accepts(
                     turns[n + 1].text, turns[n + 2].text if n + 2 < len(turns) and turns[n + 2].who == "person" else "")}
-    return [Candidate(kept.kind, clause, clause, kept.importance, turns[n].uuid, turns[n].when)
-            for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from, accepted)]
+    return [Candidate(kept.kind, distill_rules.memory_text(clause), clause, kept.importance, turns[n].uuid, turns[n].when)
+            for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from, accepted, explain)]
 
 
 def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
@@ -130,7 +132,7 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
     if not isinstance(raw, list):
         raise ModelError("the answer has no candidates list")
     out = []
-    for item in raw[:distill_rules.MAX_CANDIDATES]:
+    for item in raw:
         if not isinstance(item, dict):
             continue
         quote = str(item.get("quote") or "").strip()
@@ -141,7 +143,7 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
         importance = item.get("importance")
         importance = importance if isinstance(importance, int) and 1 <= importance <= 10 else 5
         out.append(Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid, source.when))
-    return out
+    return distill_rules.capped(out, lambda c: c.type)
 
 
 def read_turns(path: Path) -> tuple[str, list[Turn]]:
@@ -170,7 +172,7 @@ class Distiller:
                     return json.loads(parent)
         return None
 
-    def run(self, path: Path, *, force: bool = False, dry_run: bool = False,
+    def run(self, path: Path, *, force: bool = False, dry_run: bool = False, explain: bool = False,
             now: dt.datetime | None = None) -> DistillResult:
         now = now or dt.datetime.now(dt.timezone.utc)
         if not self.settings.async_distill:  # decided before the transcript is read (seconds for a long one)
@@ -203,6 +205,8 @@ class Distiller:
         result.ran, result.reason = True, ("forced" if force and not due else due) + start_note
         result.fallback = fallback
         result.candidates = [asdict(c) for c in candidates]
+        if explain:  # the rules' reading, whichever backend answered: why each clause was or was not kept
+            self._rules(new, result.explain)
         if dry_run:
             return result
         for c in candidates:
@@ -229,14 +233,16 @@ class Distiller:
             return (since if len(since) > len(recent) else recent), "; older session: warm-up reads its last turns"
         return since, f"; older session: read from {start.isoformat(timespec='seconds')} (when ombre started) on"
 
-    def _rules(self, turns: list[Turn]) -> list[Candidate]:
+    def _rules(self, turns: list[Turn], explain: list[dict] | None = None) -> list[Candidate]:
         """The rules, with the labelled examples' vote when the fast encoder is at hand."""
         if self._examples is None and "use" in self.service.encoders and distill_rules.EXAMPLES.exists():
             self._examples = distill_rules.Examples(self.service.encoders["use"])
         try:
-            return rules_candidates(turns, self._examples)
+            return rules_candidates(turns, self._examples, explain=explain)
         except Exception:  # noqa: BLE001 — an encoder that fails leaves the cue lists to answer alone
-            return rules_candidates(turns)
+            if explain is not None:
+                explain.clear()
+            return rules_candidates(turns, explain=explain)
 
     def _due(self, person: list[Turn], now: dt.datetime) -> str:
         if len(person) >= TURNS_TRIGGER:

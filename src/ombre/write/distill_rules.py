@@ -46,7 +46,17 @@ NEIGHBOURS = 7
 # cues alone 0.915 / 0.801 precision / recall; from 0.5 0.791 / 0.896, 0.7 0.869 / 0.863, 0.9 0.910 / 0.811.
 ADD_FROM = 0.7
 
+# At most this many candidates a run, the most binding first; agreements, promises and rules are never
+# left out for it (a run with more keeps them all).
 MAX_CANDIDATES = 3
+BINDING = frozenset({"承诺", "约定", "规则"})
+
+
+def capped(items: list, kind: Callable[[object], str]) -> list:
+    """`items` (most binding first) within MAX_CANDIDATES, every binding one kept whatever the cap."""
+    binding = [x for x in items if kind(x) in BINDING]
+    rest = [x for x in items if kind(x) not in BINDING]
+    return [x for x in items if x in binding or x in rest[:max(0, MAX_CANDIDATES - len(binding))]]
 
 # A clause ends at Chinese or Western punctuation, a line break, a tilde, an emoji, or a space between
 # two pieces of text (chat apps: "我芒果过敏 吃一口嘴巴肿").
@@ -65,7 +75,7 @@ _WH = re.compile(r"什么|怎么|咋|为什么|为啥|哪|谁|多少|几[点号�
 # the question a request asks the companion to put to the person ("每次下播你都问我一句今天嗓子咋样")
 _ASKED_OF_ME = re.compile(r"问(?:问)?我.*$")
 # said to the companion about how it should be from now on
-_ONGOING = r"(?:以后|今后|从今|从现在|往后|每次|每天|每晚|每周|每个|每逢|不管|无论|到时候|等我|下次|只要)"
+_ONGOING = r"(?:以后|今后|从今|从现在|往后|每次|每回|每当|每天|每晚|每周|每个|每逢|不管|无论|到时候|等我|下次|只要)"
 _TO_YOU = re.compile(_ONGOING + r".{0,24}(?:你|提醒|叫我|喊我|陪|跟我|给我|回我|催|夸|骂|监督|打卡|问我|告诉我|说)|"
                      r"(?:你|帮我).{0,8}(?:要|得|必须|一定|记得|别(?!人)|不要|不许|可别|就|多|少)|"
                      r"你(?:也|就|都|要|得).{0,10}(?:回|说|用|叫|陪|提醒|催|夸|骂)|"
@@ -80,8 +90,10 @@ _TO_YOU = re.compile(_ONGOING + r".{0,24}(?:你|提醒|叫我|喊我|陪|跟我|
 _ADDRESSED = re.compile(r"(?i:me\b)|[你您]|提我|(?:跟|给|陪|回|催|夸|骂|对|叫|喊|提醒|监督|称呼|告诉|问)我|答应|保证|发誓|说好|约好|约定|拉钩|"
                         r"一言为定|一起|别|不要|不许|不准|千万")
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
-_MARKER_WORDS = re.compile(r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着")
-_MARKER_REST = re.compile(r"我想让你|你能不能|能不能|可以|你要|你得|你|亲爱的|宝贝?|我们|咱们|那|好不好|好吗|行不行|来个|就|"
+_MARKER_WORDS = re.compile(r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|"
+                           r"从(?:今天|今晚|明天|明早|下周|下个?星期|下个?礼拜|这个月|下个月|现在|今年|明年)(?:开始|起)")
+_MARKER_REST = re.compile(r"^我?(?:跟|和)[^，。\s]{1,5}|我想让你|你能不能|能不能|可以|你要|你得|你|亲爱的|宝贝?|"
+                          r"我们|咱们|那|好不好|好吗|行不行|来个|就|我|"
                           r"一个事儿?|[一两二三]件事|事儿?|不许忘|了|啦|哦|啊|吧|嘛|吗|哈|呀|的|嗯|好|\s")
 
 
@@ -97,6 +109,7 @@ class _Marker:
 _MARKER = _Marker()
 # a secret said in so many words: the clauses after it are what is kept ("你要保密啊 / 我挂过一科")
 _SECRET_MARKER = re.compile(r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|别说出去|不要说出去|别告诉别人|不要告诉别人|只跟你说|"
+                            r"说出来你别笑|说了你别笑|你别笑(?:话)?我?|"
                             r"只告诉你|说个丢人的|跟你说个秘密|说个秘密|我想跟你说个秘密|告诉你个秘密)(?:了|啦|哦|啊|吧|嘛|哈|呀|的)*$")
 _FOOD = re.compile(r"不吃|不能吃|忌口|过敏|不耐受|吃素|素食|回民|清真|戒了|不喝|不碰|吃不了|吃不惯|喝不了|"
                    r"(?:最|超|特|很|巨|好)?(?:爱|喜欢)(?:吃|喝)|超爱|最爱|讨厌吃|难吃|无辣不欢|我.{0,4}吃不惯|吃不了|不能喝|喝不了|"
@@ -169,6 +182,32 @@ _CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错
 _REPLACE = re.compile(r"^(?:改成|改到|改为|换成|算了还是|还是.{1,12}吧$)")
 # what was just said is taken back as a joke ("签证都办好了（不是）", "哈哈 骗你的")
 _JOKE = re.compile(r"[(（]不是[)）]|逗你(?:玩)?的|骗你的|开玩笑的|开个玩笑|瞎说的|瞎扯的|吹牛的|我编的|(?i:\bjk\b|just kidding)")
+# what was just said, taken back in so many words, wherever in the turn ("想让你喊我宝宝 哈哈当我没说 …",
+# "以后每周给你写首诗" → "当我没说"), and "别真叫" after a joke: nothing of it stays
+_TAKE_BACK = re.compile(r"当我没说|(?:刚才|上面)(?:那句|说的)?(?:不算|作废)|不算数|我收回|收回(?:刚才|那句|这句)|我再想想|再想想吧|"
+                        r"再考虑(?:一下|考虑)|不了不了|还是不了|^(?:那|哎|唉|啊|呃)?算了(?:吧|算了)?$|^不了$|^不要了$|不弄了|"
+                        r"^不用了|^(?:别|不用|不要)真")
+# asking whether the companion remembers ("你还记得我要考啥吗", "我对什么过敏来着"): a question whatever it
+# names, and the person's own earlier words it asks about ("我之前说要提醒我交电费 / 是几号来着") with it
+_RECALL_ASK = re.compile(r"(?:你|还)记得.*(?:吗|么|不|没|嘛|呢|[?？])$|记不记得|(?:你|还)记得.*(?:什么|啥|几|哪|谁|多少)|"
+                         r"来着[吗呢吧啊呀]?$")
+_SAID_BEFORE = re.compile(r"^我?(?:之前|上次|以前|那天|前几天|刚才)(?:跟你)?(?:说|讲|提)")
+# a decision or a standing rule of the person's own ("我决定以后每天…", "以后周末我都不加班了", "从这个月开始一根都
+# 不抽", "我们家的规矩是…"): from now on, with what they will (not) do; never a wish, a guess or "以后再说"
+_DECISION = re.compile(r"决定|下定决心|以后|今后|往后|从(?:今天|今晚|明天|下周|这个月|下个月|现在|今年|明年)?(?:开始|起)|"
+                       r"这个月开始|规矩是|原则是|给自己定")
+_RESOLVE = re.compile(r"都|就|一定|必须|绝不|绝对|再也不|不再|坚持|每[天周晚月次个早年]|不|要|先|只|戒|少|多|开始")
+_NOT_RESOLVED = re.compile(r"想|希望|会好|会有|再说|有机会|有空|你|再看|看情况|随便|就是|难|惨|完了|可怜")
+# a complaint or a state about today or tomorrow ("明天还得六点起 想哭", "周六也回不了家"): no plan
+_NEAR = re.compile(r"今天|今晚|今早|明天|明早|明晚|明儿|后天|这两天")
+_THIS_WEEK = re.compile(r"这周|周[一二三四五六日天末]")
+_CHORE = re.compile(r"还得|又得|又要|还要|回不了|去不了|来不了|走不了|没法|没空")
+_CLOCK = re.compile(r"\d{1,2}\s*[点:：]|[一二两三四五六七八九十]{1,3}点")  # a plan at an hour is a plan, however nervous
+_MOOD = re.compile(r"紧张|好累|累死|烦|想哭|救命|崩溃|不想|难受|头疼|头大|哭了|怎么办|慌|焦虑|害怕")
+# a request for now, not from now on ("陪我聊会儿", "帮我想个礼物"): the chat itself answers it
+_RIGHT_NOW = re.compile(r"聊会|一会儿|一下|想个|想想|帮我看看|帮我查|帮我找|讲个|来个|推荐个|推荐一")
+# why the person asks ("…提醒我 / 我怕忙忘了", "…你都先问我 / 我控制不住剁手"): part of the request, not a memory
+_REASON = re.compile(r"^(?:我)?(?:怕|总是|总|老是|老|控制不住|经常|容易|拖延)|^(?:因为|不然|要不然|免得|省得)")
 # a clause about what used to be planned ("我们本来约好周末视频的") is never the plan itself
 _WAS = re.compile(r"本来|原本|原来打算")
 _PAST = re.compile(r"了$|了[^，。]{0,6}$|过$")
@@ -178,7 +217,8 @@ _REPORTED = re.compile(r"^(?:我|他|她)?(?:的)?(?:" + _KIN + r")[^，。]{0,3
 _ACQUAINTANCE = re.compile(r"^我?的?(?:同事|同学|朋友|邻居|老板|领导|网友|室友|同桌)(?!.*我)")
 _ELABORATION = re.compile(r"^(?:但|但是|不过|而且|就是|完全|真的|还|也|其实|所以|可|可是|虽然|已经)")
 _FILLER = re.compile(r"^(?:哈+|嘿+|嗯+|啊+|哦+|噢+|唉+|哎+|诶+|emm+|对了|对|所以|然后|而且|不过|其实|反正|跟你说|"
-                     r"我跟你说|告诉你|那个|就是)")
+                     r"我跟你说|告诉你|那个|就是|(?:我)?再说一(?:次|遍)|重要的事(?:情)?说三遍|(?:你)?听好了|话说|"
+                     r"(?:我)?跟你讲)[哦啊呀哈啦喔噢嘛]*[:：]?\s*")
 
 
 @dataclass(frozen=True)
@@ -186,6 +226,7 @@ class Kept:
     kind: str  # the memory type it becomes
     importance: int
     rank: int  # lower is more binding: what is kept first when there are more than MAX_CANDIDATES
+    cue: str = ""  # what decided it (distill --explain)
 
 
 @functools.cache
@@ -201,39 +242,59 @@ def plain(clause: str) -> str:
     return _to_simplified()(clause).replace("咱家", "我家").replace("俺", "我")
 
 
+def memory_text(clause: str) -> str:
+    """What a kept clause says, without the talk around it ("再说一次哦：我对芒果过敏" → "我对芒果过敏"); the
+    quote stays as typed."""
+    text = clause.strip()
+    while (shorter := _FILLER.sub("", text, count=1).strip()) != text and len(shorter) >= 2:
+        text = shorter
+    return text
+
+
 def clauses(text: str) -> list[str]:
     return [c.strip() for c in _CLAUSE_END.split(text) if len(c.strip()) >= 3]
 
 
-def judge(clause: str, nxt: str = "") -> Kept | None:
+def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | None:
     """Whether one clause of the person's is worth keeping, and as what. `nxt` is the clause after it in
-    the same turn ("…好不好" often follows the request it asks for)."""
+    the same turn ("…好不好" often follows the request it asks for), `prev` the one before ("每回我送完闺女
+    回来 / 你陪我聊会儿行吗": from now on, not for now), `turn` the whole turn it is in."""
     text = _FILLER.sub("", _QUOTED.sub("X", clause))  # quoted words are named, not said: "别再说“有什么…”"
+    if _RECALL_ASK.search(text):
+        return None
     one_off = bool(_ONE_OFF.search(text) and _PAST.search(text))
     request = bool(_TO_YOU.search(text) and _ADDRESSED.search(text)) and not _MARKER.match(text)
     asked = bool(_QUESTION_END.search(text) or _QUESTION.search(text))
+    if request and _RIGHT_NOW.search(text) and not re.search(_ONGOING, text + prev) and not _WHEN.search(text):
+        return None
     if request and not _WH.search(_ASKED_OF_ME.sub("", text)) and not (_ONE_OFF.search(text) and not re.search(_ONGOING, text)):
         kind = "规则" if re.search(r"别|不要|不许|不准|千万|叫我|喊我|称呼我|少", text) else \
             "约定" if re.search(r"约好|约定|说好|拉钩|一言为定|一起", text) else "承诺"
-        return Kept(kind, 7, 0)
+        return Kept(kind, 7, 0, "a request or a rule said to the companion")
     if asked or _QUESTION_END.search(nxt) and not _TO_YOU.search(nxt) and len(nxt) <= 4:
         return None
     if _HYPOTHETICAL.search(text) or _REPORTED.search(text) or _MARKER.match(text) or _SECRET_MARKER.match(text):
         return None
+    if (_NEAR.search(text) and (_CHORE.search(text) or _MOOD.search(turn or nxt) and not _CLOCK.search(text))
+            or _THIS_WEEK.search(text) and _CHORE.search(text)) and not request:
+        return None
+    if _DECISION.search(text) and _RESOLVE.search(_DECISION.sub("", text)) and not _NOT_RESOLVED.search(text) \
+            and not _CANCEL.search(text) and len(text) >= 5:
+        return Kept("承诺", 7, 0, "a decision of the person's own")
     if _FEAR.search(text) and re.search(r"我|这事|这件事|吃药|确诊|不知道|没发现", text):
-        return Kept("感受", 7, 1)
+        return Kept("感受", 7, 1, "a fear or a secret")
     if _EVENT.search(text) and not _CANCEL.search(text) and not _ACQUAINTANCE.match(text) and \
             not (one_off and not re.search(r"纪念日|生日|周年|去世|过世|怀孕|查出|确诊|结婚|搬|生了|没了|走了|大寿|离婚|"
                                            r"移民|出生", text)):
-        return Kept("事件", 6, 2)
+        return Kept("事件", 6, 2, "a life event")
     if _FOOD.search(text) and not one_off:
-        return Kept("偏好", 7 if re.search(r"过敏|不耐受|回民|清真|吃素", text) else 5, 3)
+        return Kept("偏好", 7 if re.search(r"过敏|不耐受|回民|清真|吃素", text) else 5, 3, "what the person eats or cannot")
     if _NAME.search(text) and not one_off:
-        return Kept("关系", 6, 4)
-    if _WHEN.search(text) and _PLAN.search(text) and not _CANCEL.search(text):
-        return Kept("事件", 6, 5)
+        return Kept("关系", 6, 4, "a name")
+    if _WHEN.search(text) and _PLAN.search(text) and not _CANCEL.search(text) and not _ACQUAINTANCE.match(text):
+        return Kept("事件", 6, 5, "a plan with its time")
     if _SELF.search(text) and not one_off:
-        return Kept("偏好", 5, 6)
+        return Kept("偏好", 5, 6, "a fact about the person")
     return None
 
 
@@ -290,7 +351,7 @@ _KIND_RANK = {"承诺": 0, "约定": 0, "规则": 0, "感受": 1, "事件": 2, "
 
 def _hard_negative(clause: str) -> bool:
     text = _FILLER.sub("", _QUOTED.sub("X", clause))
-    return bool(_QUESTION_END.search(text) or _QUESTION.search(text) and not _TO_YOU.search(text)
+    return bool(_QUESTION_END.search(text) or _RECALL_ASK.search(text) or _QUESTION.search(text) and not _TO_YOU.search(text)
                 or _HYPOTHETICAL.search(text) or _CANCEL.search(text) or _CORRECTION.search(text)
                 or _MARKER.match(text) or _SECRET_MARKER.match(text) or _REPORTED.search(text))
 
@@ -305,7 +366,7 @@ def _take_back(clause: str, n: int, found: list[tuple[Kept, str, int]],
                changed_at: int) -> tuple[list[tuple[Kept, str, int]], int, bool]:
     """What a joke, a correction or a cancel in turn n takes back: what is left, the turn of the last
     change, and whether the clause says nothing but that."""
-    if _JOKE.search(clause):
+    if _JOKE.search(clause) or _TAKE_BACK.search(clause):
         return [f for f in found if f[2] < n - 2], changed_at, True  # this turn's and the one before's claims
     if _CORRECTION.search(clause) and changed_at != n:  # "不对不对 … 打错了" is one correction
         found, changed_at = _retract(found, n), n
@@ -315,6 +376,13 @@ def _take_back(clause: str, n: int, found: list[tuple[Kept, str, int]],
     return found, changed_at, False
 
 
+def _agreed(parts: list[str], i: int) -> Kept:
+    """What clause i is beside an agreement said in so many words: the person's own decision ("我决定了",
+    "从今天开始") is a commitment, one made with someone an agreement."""
+    beside = " ".join(parts[j] for j in (i - 1, i + 1) if 0 <= j < len(parts))
+    return Kept("承诺" if re.search(r"决定|开始|起$", beside) else "约定", 7, 0, "beside an agreement or decision said so")
+
+
 def _from_context(parts: list[str], i: int, n: int, found: list[tuple[Kept, str, int]], secret_from: int,
                   changed_at: int, answering: bool) -> Kept | None:
     """What clause i of turn n is kept as for what surrounds it, though it says nothing the cues know: the
@@ -322,15 +390,15 @@ def _from_context(parts: list[str], i: int, n: int, found: list[tuple[Kept, str,
     made, or what replaces a plan just called off."""
     clause = parts[i]
     if _marked(parts, i, _MARKER) and not _QUESTION.search(clause) and len(clause) >= 5:
-        return Kept("约定", 7, 0)
+        return _agreed(parts, i)
     if 0 <= secret_from >= n - 2 and not _QUESTION.search(clause) and len(clause) >= 3:
-        return Kept("感受", 7, 1)
+        return Kept("感受", 7, 1, "told in confidence")
     if answering and i < 2 and _WHEN.search(clause) and not _hard_negative(clause):
         asked_about = next((f[0] for f in found if f[2] == n - 2 and f[0].rank in (0, 5)), None)
         if asked_about is not None:
             return asked_about
     if changed_at >= n - 2 and re.match(r"改成|改到|换成|改去", clause):
-        return Kept("事件", 6, 5)
+        return Kept("事件", 6, 5, "what replaces a plan called off")
     return None
 
 
@@ -360,17 +428,43 @@ def proposes(text: str) -> bool:
     return any(_proposal(parts, i) for i in range(len(parts)))
 
 
+def why_not(clause: str) -> str:
+    """Why a clause the cues read was not kept (distill --explain)."""
+    text = _FILLER.sub("", _QUOTED.sub("X", plain(clause)))
+    if _MARKER.match(text) or _SECRET_MARKER.match(text):
+        return "says there is an agreement or a secret: what is kept is beside it"
+    for pattern, reason in ((_RECALL_ASK, "asks what was said: a question"), (_QUESTION_END, "a question"),
+                            (_QUESTION, "a question"), (_HYPOTHETICAL, "supposed or guessed, not told"),
+                            (_REPORTED, "someone else's words"), (_CANCEL, "called off"), (_CORRECTION, "a correction"),
+                            (_NEAR, "a passing state or a complaint, not a plan")):
+        if pattern.search(text):
+            return reason
+    return "nothing the cues know"
+
+
 def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = None,
                answers: Set[int] = frozenset(), add_from: float | None = None,
-               accepted: Set[int] = frozenset()) -> list[tuple[Kept, str, int]]:
+               accepted: Set[int] = frozenset(), explain: list[dict] | None = None) -> list[tuple[Kept, str, int]]:
     """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
-    binding first, at most MAX_CANDIDATES. A plan called off later in the snippet goes with its cancel, a
+    binding first, within MAX_CANDIDATES (capped). A plan called off later in the snippet goes with its cancel, a
     fact corrected later goes with its correction. A turn in `answers` replies to the assistant's question
     about what the person's turn before it asked for or planned ("满月是哪天呀" → "下个月12号"): a time
     it gives is kept as part of that. With `examples`, the nearest labelled clauses have a say (see the
     module's doc), from `add_from` (default ADD_FROM). A turn in `accepted` was answered yes by the
     assistant: a proposal in it ("以后每周五晚上九点我们视频吧，好不好" → "好呀") is an agreement, quoted as
-    proposed, unless a later turn takes it back."""
+    proposed, unless a later turn takes it back. `explain` collects how each clause was read: the act, what
+    decided it, and what took it back."""
+    log: dict[tuple[int, str], dict] = {}
+
+    def read(n: int, typed: str, act: str, why: str) -> None:
+        log[n, typed] = {"turn": n, "clause": typed, "act": act, "why": why}
+
+    def dropped(before: list, after: list, by: str) -> list:
+        for f in before:
+            if f not in after and (f[2], f[1]) in log:
+                log[f[2], f[1]]["taken_back"] = by
+        return after
+
     votes: dict[str, tuple[float, str]] = {}
     add_from = ADD_FROM if add_from is None else add_from
     if examples is not None:
@@ -385,42 +479,76 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
         best_vote: tuple[float, tuple[Kept, str, int]] | None = None
         supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
+        # a piece too short to keep may still take back what came before it ("算了", "不了")
+        pieces = _CLAUSE_END.split(text)
+        short = [(k, seg.strip()) for k, seg in enumerate(pieces) if 0 < len(seg.strip()) < 3]
+        at = [k for k, seg in enumerate(pieces) if len(seg.strip()) >= 3]
+        recalling = any(_RECALL_ASK.search(p) for p in parts)
         for i, (typed, clause) in enumerate(zip(originals, parts)):
+            if recalling and _SAID_BEFORE.match(_FILLER.sub("", clause)):
+                read(n, typed, "-", "part of a question about what was said")
+                continue
+            for k, seg in short:
+                if _TAKE_BACK.search(plain(seg)) and (i == 0 or k > at[i - 1]) and k < at[i]:
+                    found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{seg}」"), None
             supposing = supposing or bool(_SUPPOSE.search(clause))
             before = changed_at
+            earlier = found
             found, changed_at, spent = _take_back(clause, n, found, changed_at)
+            dropped(earlier, found, f"「{typed}」")
             if spent or changed_at != before:
                 best_vote = None
             if spent:
+                read(n, typed, "take-back", "takes back what came before it (a joke, a cancel or in so many words)")
                 continue
             if _SECRET_MARKER.match(_FILLER.sub("", clause)):
                 secret_from = n
+                read(n, typed, "-", why_not(typed))
                 continue
             if n in accepted and _proposal(parts, i):
                 typed = _PROPOSAL_ASK.sub("", typed).rstrip("，,。 ") or typed
-                kept = Kept("约定", 7, 0)
+                kept = Kept("约定", 7, 0, "a proposal the companion accepted")
             else:
-                kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "") or \
+                kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "", parts[i - 1] if i else "", text) or \
                     _from_context(parts, i, n, found, secret_from, changed_at, n in answers)
-            if kept is None and typed in votes:
-                share, kind = votes[typed]
-                if share >= add_from and not supposing and not _hard_negative(clause) and \
-                        share > (best_vote[0] if best_vote else 0):
-                    best_vote = (share, (Kept(kind, 6, _KIND_RANK.get(kind, 6)), typed, n))
+                if kept is not None and kept.rank != 0 and _marked(parts, i, _MARKER):
+                    kept = _agreed(parts, i)  # "我们约好了 / 每年春节…": the agreement, not a plan
+            if kept is None:
+                read(n, typed, "-", why_not(typed))
+                if typed in votes:
+                    share, kind = votes[typed]
+                    log[n, typed]["why"] += f"; the examples' vote {share:.2f}"
+                    if share >= add_from and not supposing and not _hard_negative(clause) and \
+                            share > (best_vote[0] if best_vote else 0):
+                        best_vote = (share, (Kept(kind, 6, _KIND_RANK.get(kind, 6), f"the examples' vote {share:.2f}"),
+                                             typed, n))
                 continue
-            if kept is not None and supposing and kept.rank != 0:
+            if supposing and kept.rank != 0:
+                read(n, typed, "-", "supposed, not told (after 如果/万一…)")
                 continue
-            if kept is not None and _REPLACE.match(_FILLER.sub("", clause)):
-                found = _retract(found, n, same_rank=kept.rank)
-            if kept is not None and _ELABORATION.match(clause) and any(f[2] == n and f[0].rank == kept.rank
-                                                                        for f in found):
-                continue  # more about what this turn already said ("但真的吃不惯那个味")
-            if kept is not None and typed not in seen:
+            if _REPLACE.match(_FILLER.sub("", clause)):
+                found = dropped(found, _retract(found, n, same_rank=kept.rank), f"「{typed}」 (a new version)")
+            if _REASON.match(_FILLER.sub("", clause)) and kept.rank != 0 and any(f[2] == n and f[0].rank == 0 for f in found):
+                read(n, typed, "-", "the reason for a request or a decision just made in this turn")
+                continue
+            if _ELABORATION.match(clause) and any(f[2] == n and f[0].rank == kept.rank for f in found):
+                read(n, typed, "-", "more about what this turn already said")
+                continue
+            if typed not in seen:
                 seen.add(typed)
                 found.append((kept, typed, n))
+                read(n, typed, kept.kind, kept.cue)
+        for k, seg in short:
+            if _TAKE_BACK.search(plain(seg)) and (not at or k > at[-1]):
+                found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{seg}」"), None
         # the examples add at most one clause a turn, their likeliest
         if best_vote is not None and best_vote[1][1] not in seen:
             seen.add(best_vote[1][1])
             found.append(best_vote[1])
+            read(n, best_vote[1][1], best_vote[1][0].kind, best_vote[1][0].cue)
     found.sort(key=lambda f: (f[0].rank, -f[2]))
-    return found[:MAX_CANDIDATES]
+    kept_ = capped(found, lambda f: f[0].kind)
+    dropped(found, kept_, "over the per-run cap (MAX_CANDIDATES)")
+    if explain is not None:
+        explain.extend(log.values())
+    return kept_
