@@ -458,3 +458,32 @@ def test_e5_reads_the_latest_words_and_the_recent_turns_when_both_fit():
     tight = _plan(query, encoders, time_module.monotonic() + room / 1000, E5_TOKENS)
     assert set(tight["e5"]) == {"recent"}
     assert "e5" not in _plan(query, encoders, time_module.monotonic(), E5_TOKENS)  # nothing fits: USE alone
+
+
+def test_a_latest_message_as_long_as_e5s_cut_is_embedded_once(svc, embedder):
+    """Its recent form is the same text (the last 64 tokens are its own): embedded once, counted once in
+    the deadline's estimate, and both forms' rankings are kept."""
+    from ombre.memory.breath import E5_TOKENS, _plan, signals_for
+    from ombre.memory.query import Query
+
+    class Counting:  # the real e5, counting the texts it is asked to embed
+        spec = embedder.spec
+
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def queries(self, texts: list[str]):
+            self.texts += texts
+            return embedder.queries(texts)
+
+        def tokens(self, text: str) -> int:
+            return embedder.tokens(text)
+
+    hold(svc, "她每周三晚上八点和妈妈视频通话")
+    long = "我跟你说，今天下班路上一直在想周末要不要回老家看我妈，她最近总说腰疼，又不肯去医院检查，" * 3
+    query = Query.build(long, ["我妈最近老是催我跟她视频"])
+    plan = _plan(query, {"e5": Counting()}, None, E5_TOKENS)["e5"]
+    assert plan["latest"] == plan["recent"]
+    e5 = Counting()
+    sig = signals_for(svc.store, query, encoders={"e5": e5})
+    assert len(e5.texts) == 1 and sig.rankings["e5:latest"] == sig.rankings["e5:recent"]

@@ -403,7 +403,8 @@ def _plan(query: Query, encoders: Mapping[str, Embedder], deadline: float | None
             cuts = {name: tail(text, e5_tokens, count) for name, text in forms.items()}
             widest = "recent" if "recent" in cuts else "latest"
             for names in (list(cuts), [widest]):
-                if _fits(key, sum(cuts[name][1] for name in names), deadline, len(names)):
+                distinct = dict(cuts[name] for name in names)  # text → its tokens, each embedded once
+                if _fits(key, sum(distinct.values()), deadline, len(distinct)):
                     plan[key] = {name: cuts[name][0] for name in names}
                     break
         else:
@@ -426,12 +427,15 @@ def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embe
     out = Signals(script=script(query.latest))
 
     def embed(key: str) -> np.ndarray:
-        return encoders[key].queries(list(plan[key].values()))
+        # each distinct text once: a latest message as long as e5's cut is also the whole of its recent form
+        return encoders[key].queries(list(dict.fromkeys(plan[key].values())))
 
     def score(key: str, q: np.ndarray) -> None:
-        # One pass over the matrix per form. einsum, not @: BLAS threads spinning after a matmul starve the
-        # embedding model's own threads on a 2-core machine (measured: bench/breath_latency.py).
-        rows[key] = [np.einsum("ij,j->i", indexes[key].matrix, vec) for vec in q]
+        # One pass over the matrix per distinct text. einsum, not @: BLAS threads spinning after a matmul
+        # starve the embedding model's own threads on a 2-core machine (measured: bench/breath_latency.py).
+        distinct = dict(zip(dict.fromkeys(plan[key].values()),
+                            (np.einsum("ij,j->i", indexes[key].matrix, vec) for vec in q)))
+        rows[key] = [distinct[text] for text in plan[key].values()]
         for name, row in zip(plan[key], rows[key]):
             out.rankings[f"{key}:{name}"] = _top(row, indexes[key].ids, limit)
 
