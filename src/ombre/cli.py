@@ -1357,7 +1357,8 @@ def distill(ctx: click.Context, session: str | None, force: bool, explain: bool,
         if result.explain:
             lines.append("  how the rules read each clause:")
             lines += [f"    [{r['act']}] 「{r['clause']}」 — {r['why']}"
-                      + (f"; taken back by {r['taken_back']}" if r.get("taken_back") else "") for r in result.explain]
+                      + (f"; taken back by {r['taken_back']}" if r.get("taken_back") else "")
+                      + (f"; left out: {r['left_out']}" if r.get("left_out") else "") for r in result.explain]
         elif explain and result.ran:
             lines.append("  how the rules read each clause: nothing of the person's to read")
         return "\n".join(lines)

@@ -143,7 +143,7 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
         importance = item.get("importance")
         importance = importance if isinstance(importance, int) and 1 <= importance <= 10 else 5
         out.append(Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid, source.when))
-    return distill_rules.capped(out, lambda c: c.type)
+    return distill_rules.capped(out, lambda c: c.type, lambda c: c.importance)
 
 
 def read_turns(path: Path) -> tuple[str, list[Turn]]:

@@ -27,6 +27,7 @@ cancels, guesses, markers) stay dropped.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -46,17 +47,21 @@ NEIGHBOURS = 7
 # cues alone 0.915 / 0.801 precision / recall; from 0.5 0.791 / 0.896, 0.7 0.869 / 0.863, 0.9 0.910 / 0.811.
 ADD_FROM = 0.7
 
-# At most this many candidates a run, the most binding first; agreements, promises and rules are never
-# left out for it (a run with more keeps them all).
+# At most this many candidates a run, the most binding first; agreements, promises, rules and what must
+# never be got wrong (an allergy, a fear: importance 7 and up) are never left out for it (a run with more
+# keeps them all).
 MAX_CANDIDATES = 3
 BINDING = frozenset({"承诺", "约定", "规则"})
 
 
-def capped(items: list, kind: Callable[[object], str]) -> list:
-    """`items` (most binding first) within MAX_CANDIDATES, every binding one kept whatever the cap."""
-    binding = [x for x in items if kind(x) in BINDING]
-    rest = [x for x in items if kind(x) not in BINDING]
-    return [x for x in items if x in binding or x in rest[:max(0, MAX_CANDIDATES - len(binding))]]
+def capped(items: list, kind: Callable[[object], str], importance: Callable[[object], int]) -> list:
+    """`items` (most binding first) within MAX_CANDIDATES, every binding or grave one kept whatever the cap."""
+    def kept(x: object) -> bool:
+        return kind(x) in BINDING or importance(x) >= 7
+
+    rest = [x for x in items if not kept(x)]
+    room = max(0, MAX_CANDIDATES - (len(items) - len(rest)))
+    return [x for x in items if kept(x) or x in rest[:room]]
 
 # A clause ends at Chinese or Western punctuation, a line break, a tilde, an emoji, or a space between
 # two pieces of text (chat apps: "我芒果过敏 吃一口嘴巴肿").
@@ -208,6 +213,9 @@ _MOOD = re.compile(r"紧张|好累|累死|烦|想哭|救命|崩溃|不想|难受
 _RIGHT_NOW = re.compile(r"聊会|一会儿|一下|想个|想想|帮我看看|帮我查|帮我找|讲个|来个|推荐个|推荐一")
 # why the person asks ("…提醒我 / 我怕忙忘了", "…你都先问我 / 我控制不住剁手"): part of the request, not a memory
 _REASON = re.compile(r"^(?:我)?(?:怕|总是|总|老是|老|控制不住|经常|容易|拖延)|^(?:因为|不然|要不然|免得|省得)")
+# asking to be held to what was just decided, and nothing more ("你要监督我", "到时候提醒我"): it strengthens that
+_HOLD_ME = re.compile(r"^(?:那|所以)?(?:你)?(?:要|得|可要|记得|到时候|一定要)?(?:帮我)?(?:监督我|提醒我|催我|盯着我|看着我|"
+                      r"管着我|督促我)(?:一下|点)?[哦啊呀吧嘛哈啦喔]*$")
 # a clause about what used to be planned ("我们本来约好周末视频的") is never the plan itself
 _WAS = re.compile(r"本来|原本|原来打算")
 _PAST = re.compile(r"了$|了[^，。]{0,6}$|过$")
@@ -433,6 +441,8 @@ def why_not(clause: str) -> str:
     text = _FILLER.sub("", _QUOTED.sub("X", plain(clause)))
     if _MARKER.match(text) or _SECRET_MARKER.match(text):
         return "says there is an agreement or a secret: what is kept is beside it"
+    if _CONFIRM.match(text) or _ACCEPT.match(text) and len(text) <= 4:
+        return "a yes or a confirmation: what is agreed is the proposal"
     for pattern, reason in ((_RECALL_ASK, "asks what was said: a question"), (_QUESTION_END, "a question"),
                             (_QUESTION, "a question"), (_HYPOTHETICAL, "supposed or guessed, not told"),
                             (_REPORTED, "someone else's words"), (_CANCEL, "called off"), (_CORRECTION, "a correction"),
@@ -501,6 +511,13 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
             if spent:
                 read(n, typed, "take-back", "takes back what came before it (a joke, a cancel or in so many words)")
                 continue
+            if _HOLD_ME.match(_FILLER.sub("", clause)):
+                held = next((f for f in reversed(found) if f[0].rank == 0 and f[2] >= n - 2), None)
+                if held is not None:  # "你要监督我" after a decision: the decision weighs more, no memory of its own
+                    found[found.index(held)] = (dataclasses.replace(held[0], importance=min(9, held[0].importance + 1)),
+                                                held[1], held[2])
+                    read(n, typed, "-", f"asks to be held to 「{held[1]}」 (its importance +1)")
+                    continue
             if _SECRET_MARKER.match(_FILLER.sub("", clause)):
                 secret_from = n
                 read(n, typed, "-", why_not(typed))
@@ -547,8 +564,10 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
             found.append(best_vote[1])
             read(n, best_vote[1][1], best_vote[1][0].kind, best_vote[1][0].cue)
     found.sort(key=lambda f: (f[0].rank, -f[2]))
-    kept_ = capped(found, lambda f: f[0].kind)
-    dropped(found, kept_, "over the per-run cap (MAX_CANDIDATES)")
+    kept_ = capped(found, lambda f: f[0].kind, lambda f: f[0].importance)
+    for f in found:
+        if f not in kept_:
+            log[f[2], f[1]]["left_out"] = "over the per-run cap (MAX_CANDIDATES)"
     if explain is not None:
         explain.extend(log.values())
     return kept_
