@@ -441,7 +441,7 @@ def why_not(clause: str) -> str:
     text = _FILLER.sub("", _QUOTED.sub("X", plain(clause)))
     if _MARKER.match(text) or _SECRET_MARKER.match(text):
         return "says there is an agreement or a secret: what is kept is beside it"
-    if _CONFIRM.match(text) or _ACCEPT.match(text) and len(text) <= 4:
+    if (_CONFIRM.match(text) or _ACCEPT.match(text) and len(text) <= 4) and not _QUESTION_END.search(text):
         return "a yes or a confirmation: what is agreed is the proposal"
     for pattern, reason in ((_RECALL_ASK, "asks what was said: a question"), (_QUESTION_END, "a question"),
                             (_QUESTION, "a question"), (_HYPOTHETICAL, "supposed or guessed, not told"),
