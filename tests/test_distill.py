@@ -386,6 +386,8 @@ def test_install_marks_when_ombre_started_and_doctor_says_where_distillation_rea
     # the companion's words need not be a yes when the person seals it next ("记住啦" → "嗯嗯，说定了！")
     ([("person", "以后每天晚上十点我们互道晚安吧，好不好？"), ("assistant", "记得哦，我会等你。"),
       ("person", "嗯嗯，说定了！")], [("约定", "以后每天晚上十点我们互道晚安")]),
+    # proposed with 要不要 up front, something the person does with the companion, accepted with "要！"
+    ([("person", "要不要每天中午跟你说说上午干了啥"), ("assistant", "要！我想听")], [("约定", "每天中午跟你说说上午干了啥")]),
     # no objection is enough; a proposal the companion declines is nothing
     ([("person", "咱们每天早上八点一起背单词行不行"), ("assistant", "可以呀")], [("约定", "咱们每天早上八点一起背单词")]),
     ([("person", "以后每周五晚上九点我们视频吧，好不好？"), ("assistant", "不行哦，周五我不方便")], []),

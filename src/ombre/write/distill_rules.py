@@ -140,12 +140,14 @@ _EVENT = re.compile(r"结婚|订婚|离婚|怀孕|怀了|生了|出生|去世|�
                     r"移民|大寿|嫁到|嫁给|娶了|离过|异地|(?i:\bsurgery\b|\bwedding\b|\bpregnant\b|\bpassed away\b)")
 # A proposal of something the two will do (以后每周五晚上九点我们视频吧 / …好不好): an agreement once the other side
 # accepts it, though it is asked as a question.
-_PROPOSAL = re.compile(r"(?:我们|咱们|咱俩|我俩|一起|你和我|我和你).{0,16}|.{0,16}(?:我们|咱们|咱俩|我俩|一起)")
+_PROPOSAL = re.compile(r"(?:我们|咱们|咱俩|我俩|一起|你和我|我和你|跟你|和你|陪我|你陪).{0,16}|"
+                       r".{0,16}(?:我们|咱们|咱俩|我俩|一起|跟你|和你|陪我)")
+_PROPOSAL_LEAD = re.compile(r"^(?:要不要|要不|不如|咱们要不)(?:试试|我们|咱们)?")
 _PROPOSAL_ASK = re.compile(r"(?:吧|好不好|行不行|可不可以|可以吗|好吗|行吗|要不要|怎么样|如何|成不|好嘛|咋样)[呀啊呢嘛哈~～]*$")
 _STANDING = re.compile(_ONGOING + r"|每[天周月年晚早次个]|周[一二三四五六日天末]|星期|礼拜|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点")
 # how the other side accepts (好呀 / 可以 / 一言为定), not how it declines (不行 / 改天吧)
 _ACCEPT = re.compile(r"^(?:嗯+|好+[呀啊的哒嘞耶滴]*|行+|可以|没问题|当然|一言为定|说定了|成交|听你的|就这么定了|记住[了啦啰]|"
-                     r"记下[了啦]|收到|遵命|必须的|(?i:ok|okay|sure|deal))")
+                     r"记下[了啦]|收到|遵命|必须的|要[！!～~呀啊]|要的|(?i:ok|okay|sure|deal))")
 # the person sealing it in the next turn ("嗯嗯，说定了！"): an agreement whatever words the companion used
 _CONFIRM = re.compile(r"^(?:嗯+|好+|那)?[，,～~ ]*(?:说定了|一言为定|就这么定了|约好了|说好了|拉钩|不许反悔)")
 _DECLINE = re.compile(r"不行|不可以|不好|不要|改天|算了|恐怕|没空|不太|不能|下次吧|再说")
@@ -424,7 +426,9 @@ def _proposal(parts: list[str], i: int) -> bool:
     tail, or the short clause after it: "我们每周五视频吧，好不好")."""
     clause = _FILLER.sub("", parts[i])
     nxt = _FILLER.sub("", parts[i + 1]) if i + 1 < len(parts) else ""
-    asked = bool(_PROPOSAL_ASK.search(clause) or _QUESTION_END.search(clause)) or \
+    leading = _PROPOSAL_LEAD.match(clause)  # "要不要试试每天睡前跟你说三件开心的事"
+    clause = clause[leading.end():] if leading else clause
+    asked = bool(leading or _PROPOSAL_ASK.search(clause) or _QUESTION_END.search(clause)) or \
         bool(nxt) and len(nxt) <= 5 and bool(_PROPOSAL_ASK.search(nxt) or _QUESTION_END.search(nxt))
     return asked and bool(_PROPOSAL.search(clause) and _STANDING.search(clause)) and not _WH.search(clause) and \
         not _HYPOTHETICAL.search(clause) and not _CANCEL.search(clause)
@@ -523,7 +527,7 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
                 read(n, typed, "-", why_not(typed))
                 continue
             if n in accepted and _proposal(parts, i):
-                typed = _PROPOSAL_ASK.sub("", typed).rstrip("，,。 ") or typed
+                typed = _PROPOSAL_LEAD.sub("", _PROPOSAL_ASK.sub("", typed)).strip("，,。 ") or typed
                 kept = Kept("约定", 7, 0, "a proposal the companion accepted")
             else:
                 kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "", parts[i - 1] if i else "", text) or \
