@@ -31,10 +31,10 @@ OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the ke
 LOADED_PER_RESULT, MIN_LOADED = 4, 24  # fused candidates read from the store per wanted card, at least
 DECAY_PER_DAY = 0.05  # e^(−0.05·days) as in the public Ombre; commitments and pinned are exempt
 KEYWORD_MIN = 0.5  # without vectors, a keyword match counts from half the best BM25 score of this query
-# A lift is measured against the store's mean cosine: over two or three memories that mean is mostly the
-# memories themselves, and one of them stands "out" of it for any question. Below this many vectors only the
-# cosine gates vouch for a card (fusion still reads the lift: there it only orders). MemDaily's smallest
-# stores hold four memories, which the gates were calibrated with.
+# A lift (and a gap) is measured against the store's own cosines: over two or three memories these are
+# mostly the memories themselves, and one of them stands "out" for any question. Below this many vectors a
+# card has neither, and the gates for a store too small to stand out judge it (GATES; fusion still reads the
+# lift: there it only orders). MemDaily's smallest stores hold four memories.
 LIFT_FROM = 4
 # e5 reads its form's last E5_TOKENS tokens (its own: embed.tail): it costs ~0.75 ms a token here, while USE
 # reads whole forms for almost nothing. On the dev objective (bench/recall_eval.py, Chinese, where a token is
@@ -279,8 +279,7 @@ def is_relevant(why: dict, lead: bool = False) -> bool:
     """Whether a recalled memory may be shown unasked (see Gate). The gate is the one for the encoders that
     scored it (both, or one alone: the hook's fast path, or a memory whose other vector is missing because
     e5 failed when it was written) in a store it could stand out of or not (GATES). `lead`: the answer's
-    first card. Without any vector
-    (OMBRE_VECTORS=0), a strong keyword match decides."""
+    first card. Without any vector (OMBRE_VECTORS=0), a strong keyword match decides."""
     gate = GATES.get(gate_key(why))
     if gate is None:
         return why.get("keyword", 0.0) >= KEYWORD_MIN
@@ -426,16 +425,17 @@ def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embe
     plan = {key: texts for key, texts in plan.items() if len(indexes[key])}
     out = Signals(script=script(query.latest))
 
+    # each distinct text once: a latest message as long as e5's cut is also the whole of its recent form
+    distinct = {key: list(dict.fromkeys(texts.values())) for key, texts in plan.items()}
+
     def embed(key: str) -> np.ndarray:
-        # each distinct text once: a latest message as long as e5's cut is also the whole of its recent form
-        return encoders[key].queries(list(dict.fromkeys(plan[key].values())))
+        return encoders[key].queries(distinct[key])
 
     def score(key: str, q: np.ndarray) -> None:
         # One pass over the matrix per distinct text. einsum, not @: BLAS threads spinning after a matmul
         # starve the embedding model's own threads on a 2-core machine (measured: bench/breath_latency.py).
-        distinct = dict(zip(dict.fromkeys(plan[key].values()),
-                            (np.einsum("ij,j->i", indexes[key].matrix, vec) for vec in q)))
-        rows[key] = [distinct[text] for text in plan[key].values()]
+        by_text = dict(zip(distinct[key], (np.einsum("ij,j->i", indexes[key].matrix, vec) for vec in q)))
+        rows[key] = [by_text[text] for text in plan[key].values()]
         for name, row in zip(plan[key], rows[key]):
             out.rankings[f"{key}:{name}"] = _top(row, indexes[key].ids, limit)
 

@@ -489,22 +489,23 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
     secret_from = -1  # after "你要保密啊", the next turn's clauses are told in confidence
     changed_at = -10  # the turn of the last cancel or correction
     for n, text in person_turns:
-        originals = clauses(text)
+        pieces = [piece.strip() for piece in _CLAUSE_END.split(text)]
+        originals = [piece for piece in pieces if len(piece) >= 3]  # clauses(text)
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
         best_vote: tuple[float, tuple[Kept, str, int]] | None = None
         supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
-        # a piece too short to keep may still take back what came before it ("算了", "不了")
-        pieces = _CLAUSE_END.split(text)
-        short = [(k, seg.strip()) for k, seg in enumerate(pieces) if 0 < len(seg.strip()) < 3]
-        at = [k for k, seg in enumerate(pieces) if len(seg.strip()) >= 3]
         recalling = any(_RECALL_ASK.search(p) for p in parts)
-        for i, (typed, clause) in enumerate(zip(originals, parts)):
+        i = -1
+        for piece in pieces:
+            if len(piece) < 3:  # too short to keep, but it may take back what came before it ("算了", "不了")
+                if piece and _TAKE_BACK.search(plain(piece)):
+                    found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{piece}」"), None
+                continue
+            i += 1
+            typed, clause = originals[i], parts[i]
             if recalling and _SAID_BEFORE.match(_FILLER.sub("", clause)):
                 read(n, typed, "-", "part of a question about what was said")
                 continue
-            for k, seg in short:
-                if _TAKE_BACK.search(plain(seg)) and (i == 0 or k > at[i - 1]) and k < at[i]:
-                    found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{seg}」"), None
             supposing = supposing or bool(_SUPPOSE.search(clause))
             before = changed_at
             earlier = found
@@ -559,9 +560,6 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
                 seen.add(typed)
                 found.append((kept, typed, n))
                 read(n, typed, kept.kind, kept.cue)
-        for k, seg in short:
-            if _TAKE_BACK.search(plain(seg)) and (not at or k > at[-1]):
-                found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{seg}」"), None
         # the examples add at most one clause a turn, their likeliest
         if best_vote is not None and best_vote[1][1] not in seen:
             seen.add(best_vote[1][1])
