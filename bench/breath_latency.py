@@ -32,7 +32,8 @@ import httpx
 import numpy as np
 
 from ombre.memory.embed import SPECS
-from ombre.memory.model import Memory, iso
+from ombre.memory.model import Memory
+from ombre.clock import iso
 from ombre.memory.segment import document
 from ombre.memory.sqlite_store import SQLiteStore
 

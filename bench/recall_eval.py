@@ -43,9 +43,10 @@ import numpy as np
 import rjieba
 
 from ombre.memory import breath as breath_mod
-from ombre.memory.breath import E5_TOKENS, FUSION, Adjust, BreathRequest, Fusion, Signals, fuse, signals_for
+from ombre.memory.breath import E5_TOKENS, FUSION, Adjust, BreathRequest, Fusion, fuse, signals_for
 from ombre.memory.embed import E5Embedder, USEEmbedder, tail
-from ombre.memory.model import Memory, iso
+from ombre.memory.model import Memory
+from ombre.clock import iso
 from ombre.memory.query import Query
 from ombre.memory.segment import document
 from ombre.memory.sqlite_store import SQLiteStore

@@ -47,10 +47,10 @@ def embedder():
 @pytest.fixture
 def svc(tmp_path: Path, embedder):
     """A memory service on a fresh SQLite file with the real model."""
-    from ombre.memory.service import MemoryService
+    from ombre.app import open_service
     from ombre.settings import Settings
 
-    s = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), embedder=embedder)
+    s = open_service(Settings.from_env({"HOME": str(tmp_path)}), arbitrate=False, embedder=embedder)
     yield s
     s.close()
 

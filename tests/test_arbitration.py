@@ -17,7 +17,7 @@ from ombre.memory.breath import BreathRequest
 from ombre.memory.hold import HoldRequest
 from ombre.memory.service import MemoryService
 from ombre.settings import Settings
-from ombre.write.commitment_arbitrate import open_service
+from ombre.app import open_service
 from tests.fake_anthropic import FakeAnthropic, Reply
 from tests.fake_openai import FakeOpenAI
 from tests.servers import Server
@@ -317,7 +317,7 @@ def test_rules_handle_the_common_phrasings(rules, old, new, action):
 @pytest.mark.parametrize("backend", ["anthropic", "openai"])
 def test_opening_the_service_with_a_model_configured_does_not_import_its_sdk(tmp_path, backend):
     # every CLI command opens the service; only a hold that needs arbitration asks the model
-    code = ("import sys; from ombre.settings import Settings; from ombre.write.commitment_arbitrate import "
+    code = ("import sys; from ombre.settings import Settings; from ombre.app import "
             "open_service; open_service(Settings.from_env(), encoders={}).close(); "
             f"print({backend!r} in sys.modules)")
     env = {"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "o"), "OMBRE_LLM": backend, "OMBRE_LLM_MODEL": "m",

@@ -13,10 +13,10 @@ import threading
 
 import pytest
 
+from ombre.app import open_service
 from ombre.errors import StoreError, UsageError
 from ombre.memory import backup
 from ombre.memory.hold import HoldRequest
-from ombre.memory.service import MemoryService
 from ombre.settings import Settings
 
 
@@ -32,12 +32,12 @@ def _cli(tmp_path, *args: str) -> subprocess.CompletedProcess:
 
 def test_a_backup_taken_while_two_writers_hold_is_consistent_and_restores(tmp_path):
     settings = Settings.from_env(_env(tmp_path))
-    svc = MemoryService(settings)
+    svc = open_service(settings, arbitrate=False)
     svc.hold(HoldRequest(content="她的猫叫年糕", quote="我家猫叫年糕"))
     stop = threading.Event()
 
     def writer(tag: str) -> None:
-        own = MemoryService(settings)
+        own = open_service(settings, arbitrate=False)
         n = 0
         while not stop.is_set():
             own.hold(HoldRequest(content=f"{tag} 第{n}件事：她去了第{n}家店", quote=f"第{n}家店"))
@@ -66,7 +66,7 @@ def test_a_backup_taken_while_two_writers_hold_is_consistent_and_restores(tmp_pa
     assert out.returncode == 0 and "previous database is kept at" in out.stdout, out.stderr
     kept_aside = [p for p in (tmp_path / "ombre").iterdir() if ".before-restore-" in p.name]
     assert kept_aside and sqlite3.connect(kept_aside[0]).execute("SELECT count(*) FROM memories").fetchone()[0] == before
-    restored = MemoryService(settings)
+    restored = open_service(settings, arbitrate=False)
     assert restored.store.count() >= 1 and restored.store.count() <= before
     restored.close()
 
@@ -85,7 +85,7 @@ def test_restore_refuses_a_file_that_is_not_a_good_backup(tmp_path):
 
 def test_serve_takes_one_a_day_and_keeps_the_newest(tmp_path):
     settings = Settings.from_env({**_env(tmp_path), "OMBRE_BACKUPS_KEEP": "3"})
-    svc = MemoryService(settings)
+    svc = open_service(settings, arbitrate=False)
     svc.hold(HoldRequest(content="她喜欢桂花乌龙", quote="我最喜欢桂花乌龙"))
     svc.close()
     assert backup.due(settings.backups_dir)
@@ -98,7 +98,7 @@ def test_serve_takes_one_a_day_and_keeps_the_newest(tmp_path):
 
 def test_a_damaged_database_at_start_names_the_newest_good_backup(tmp_path):
     settings = Settings.from_env(_env(tmp_path))
-    svc = MemoryService(settings)
+    svc = open_service(settings, arbitrate=False)
     svc.hold(HoldRequest(content="她喜欢桂花乌龙", quote="我最喜欢桂花乌龙"))
     svc.close()
     good = backup.take(settings.memory_db, settings.backups_dir, 5)

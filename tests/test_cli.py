@@ -119,7 +119,13 @@ def test_demo_runs_on_the_bundled_sample_without_a_claude_home(tmp_path, monkeyp
     assert "diet: written" in out.output and "forge: written" in out.output
     assert "originals byte-identical after both runs: yes" in out.output
     assert "arbitration: overwrite" in out.output and "【ombre · 本轮记忆" in out.output
+    # the memory half runs on the bundled Chinese companion chat: a promise agreed across turns is distilled,
+    # a passing state is not, and the handoff reads the topic the chat ended on
+    distilled = out.output.split("== distill", 1)[1].split("==", 1)[0].split("\n", 1)[1]  # the kept lines
+    assert "[约定]" in distilled and "每周三晚上" in distilled and "芒果过敏" in distilled
+    assert "好累" not in distilled
     pack = out.output.split("【会话交接 · ombre handoff】", 1)[1]
+    assert "当前话题：妈妈、礼物" in pack and "xterm" not in pack
     assert "<command-name>" not in pack  # a slash command's echo is not something the person said
     assert not (tmp_path / ".claude").exists() and not (tmp_path / ".ombre").exists()
 
@@ -142,8 +148,15 @@ def test_install_service_writes_two_units_and_uninstall_takes_back_exactly_those
     assert out.returncode == 0 and "systemctl --user enable --now ombre-serve.service" in out.stdout, out.stderr
     serve, keeper = (units / "ombre-serve.service").read_text(), (units / "ombre-keeper.service").read_text()
     assert f"ExecStart={ombre[0]} serve" in serve and f"ExecStart={ombre[0]} keeper run" in keeper
-    assert "Restart=on-failure" in serve and 'Environment="AUTO_FORGE_PCT=72"' in keeper
-    assert "secret-token" not in serve + keeper and "EnvironmentFile=-" in serve
+    assert "Restart=on-failure" in serve and f'Environment="OMBRE_HOME={tmp_path / "ombre"}"' in keeper
+    # settings go to the file the service, the CLI and the hooks all read: they cannot disagree
+    shared = tmp_path / "ombre" / "service.env"
+    assert f"EnvironmentFile=-{shared}" in serve and "AUTO_FORGE_PCT=72" in shared.read_text()
+    assert shared.stat().st_mode & 0o777 == 0o600
+    assert "secret-token" not in serve + keeper + shared.read_text() and "AUTO_FORGE_PCT" not in serve
+    config = subprocess.run(ombre + ["config", "--json"], capture_output=True, text=True, timeout=60,
+                            env={k: v for k, v in env.items() if k != "AUTO_FORGE_PCT"})
+    assert json.loads(config.stdout)["forge_pct"] == 72  # the CLI, without it in its environment, agrees
     assert "nothing to change" in run("install", "service").stdout
     (units / "notes.txt").write_text("mine")
     gone = run("uninstall", "service")

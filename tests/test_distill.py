@@ -12,10 +12,10 @@ import pytest
 
 from ombre.settings import Settings
 from ombre.tunnel.keeper import Keeper
-from ombre.window import history
-from ombre.write.async_distill import (Distiller, Turn, for_keeper, mark_started, reads_from, rules_candidates, started,
+from ombre import jsonl_log
+from ombre.write.async_distill import (Distiller, Turn, mark_started, reads_from, rules_candidates, started,
                                        status)
-from ombre.write.commitment_arbitrate import open_service
+from ombre.app import keeper_distill, open_service
 from ombre.write.llm import from_settings
 from tests.distill_score import load, score
 from tests.fake_openai import FakeOpenAI
@@ -248,9 +248,9 @@ def test_the_keeper_asks_distillation_first_and_a_failure_never_stops_it(setup, 
     assert calls == [False] and entry["decision"] == "skip"
     lines = [json.loads(x) for x in settings.metrics_log.read_text().splitlines()]
     assert lines[0]["decision"] == "note" and "model endpoint down" in lines[0]["reason"]
-    Keeper(settings, None, None, distill=for_keeper(settings)).tick(chat.path, now=dt.datetime.now(dt.timezone.utc)
+    Keeper(settings, None, None, distill=keeper_distill(settings)).tick(chat.path, now=dt.datetime.now(dt.timezone.utc)
                                                                      + dt.timedelta(hours=1))
-    assert history.read(settings.ombre_home / "distill.jsonl")[-1]["session"] == chat.b.sid
+    assert jsonl_log.read(settings.ombre_home / "distill.jsonl")[-1]["session"] == chat.b.sid
 
 
 def test_distill_commands(setup, tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ombre.errors import LiveSessionError, UsageError
-from ombre.window import history
+from ombre import jsonl_log
 from ombre.window.diet import DietOptions, run as run_diet
 from ombre.window.forge import HANDOFF_HEADER, ForgeOptions, run as run_forge
 from ombre.window.select import Selector
@@ -118,7 +118,7 @@ def test_history_log_records_each_run(tmp_path):
     ok = run_forge(path, ForgeOptions(selector=Selector(retain=1), history=log))
     with pytest.raises(UsageError):
         run_forge(path, ForgeOptions(squash=10, history=log))
-    entries = history.read(log)
+    entries = jsonl_log.read(log)
     assert [e["ok"] for e in entries] == [True, False]
     assert entries[0]["old_sid"] == path.stem and entries[0]["new_sid"] == ok.new_session
     assert entries[0]["mode"] == "forge" and entries[0]["options"]["selector"]["retain"] == 1

@@ -10,10 +10,10 @@ import sys
 import httpx
 import pytest
 
+from ombre.app import open_service
 from ombre.errors import MemoryInputError
 from ombre.memory.breath import BreathRequest
 from ombre.memory.hold import HoldRequest
-from ombre.memory.service import MemoryService
 from ombre.settings import Settings
 from tests.servers import Server
 
@@ -55,7 +55,7 @@ def test_an_oversized_body_is_413(server):
 
 
 def test_the_library_refuses_what_cannot_be_stored(tmp_path):
-    svc = MemoryService(Settings.from_env({"HOME": str(tmp_path), "OMBRE_VECTORS": "0"}))
+    svc = open_service(Settings.from_env({"HOME": str(tmp_path), "OMBRE_VECTORS": "0"}), arbitrate=False)
     try:
         with pytest.raises(MemoryInputError, match="surrogate"):
             svc.hold(HoldRequest(content="a\ud800b"))
@@ -155,7 +155,7 @@ def test_recall_answers_on_a_full_database_and_says_the_disk_is_full(tmp_path):
     from ombre.errors import StoreError
     from ombre.inject.cards import InjectRequest, turn_block
 
-    svc = MemoryService(Settings.from_env({"HOME": str(tmp_path), "OMBRE_VECTORS": "0"}))
+    svc = open_service(Settings.from_env({"HOME": str(tmp_path), "OMBRE_VECTORS": "0"}), arbitrate=False)
     try:
         for i in range(30):
             svc.hold(HoldRequest(content=f"她喜欢第{i}种花，叫花{i}号", quote=f"我喜欢第{i}种花"))

@@ -22,7 +22,7 @@ from ombre.memory.hold import HoldRequest
 from ombre.memory.service import MemoryService
 from ombre.settings import Settings
 from ombre.tokens import estimate_text
-from ombre.window import history
+from ombre import jsonl_log
 from tests.fake_anthropic import FakeAnthropic
 from tests.servers import OMBRE, Gateway, Server, free_port, ombre_env
 
@@ -197,7 +197,7 @@ def test_an_answer_over_budget_is_not_passed_on():
 
 def test_session_start_hook_hands_over_only_after_a_swap(served):
     home, env = served
-    history.append(home / "ombre" / "history.jsonl", {"at": dt.datetime.now(dt.timezone.utc).isoformat(),
+    jsonl_log.append(home / "ombre" / "history.jsonl", {"at": dt.datetime.now(dt.timezone.utc).isoformat(),
                                                       "mode": "forge", "old_sid": "old", "new_sid": "new",
                                                       "ok": True})
     swapped, _ = run_hook("session-start", json.dumps({"session_id": "new", "source": "resume"}), env)
@@ -501,7 +501,7 @@ def test_the_session_start_hook_is_skipped_when_the_window_opens_with_the_handof
     with_pack = run_forge(source, ForgeOptions(selector=Selector(retain=2_000), inject_text="当前话题：复诊"))
     plain = run_forge(source, ForgeOptions(selector=Selector(retain=2_000)))
     for new in (with_pack.new_session, plain.new_session):
-        history.append(home / "ombre" / "history.jsonl", {"at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        jsonl_log.append(home / "ombre" / "history.jsonl", {"at": dt.datetime.now(dt.timezone.utc).isoformat(),
                                                           "mode": "forge", "old_sid": b.sid, "new_sid": new,
                                                           "ok": True})
     skipped, _ = run_hook("session-start", json.dumps({"session_id": with_pack.new_session, "source": "resume",

@@ -9,12 +9,14 @@ from collections import Counter
 
 import pytest
 
+from ombre.app import open_service
 from ombre.errors import MemoryInputError
 from ombre.memory.anniversary import is_anniversary
 from ombre.memory.breath import BreathRequest, rank_factor
 from ombre.memory.embed import E5Embedder
 from ombre.memory.hold import HoldRequest, enrich_pending
-from ombre.memory.model import SHANGHAI, Memory, iso
+from ombre.memory.model import Memory
+from ombre.clock import SHANGHAI, iso
 from ombre.memory.segment import document
 from ombre.memory.service import MemoryService
 from ombre.memory import migrations
@@ -186,13 +188,13 @@ def test_keywords_still_work_when_the_embedder_fails(tmp_path, embedder):
         def query(self, text):
             raise RuntimeError("model crashed")
 
-    broken = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), encoders={"e5": Broken()})
+    broken = open_service(Settings.from_env({"HOME": str(tmp_path)}), arbitrate=False, encoders={"e5": Broken()})
     r = broken.hold(HoldRequest(content="她养了一只猫叫年糕"), now=NOW)
     assert r.stored and not r.embedded and any("向量化失败" in w for w in r.warnings)
     found = broken.breath(BreathRequest("年糕"), now=NOW)
     assert [c.id for c in found.cards] == [r.id] and found.degraded
     broken.close()
-    fixed = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), encoders={"e5": embedder})
+    fixed = open_service(Settings.from_env({"HOME": str(tmp_path)}), arbitrate=False, encoders={"e5": embedder})
     assert enrich_pending(fixed.store, {"e5": embedder}) == 1 and fixed.get(r.id).vectors == ["e5"]
     fixed.close()
 
@@ -204,7 +206,7 @@ def test_one_encoder_failing_leaves_the_other_and_keywords(tmp_path, embedder):
 
     from ombre.memory.embed import USEEmbedder
 
-    s = MemoryService(Settings.from_env({"HOME": str(tmp_path)}), encoders={"e5": Broken(), "use": USEEmbedder()})
+    s = open_service(Settings.from_env({"HOME": str(tmp_path)}), arbitrate=False, encoders={"e5": Broken(), "use": USEEmbedder()})
     a = s.hold(HoldRequest(content="她养了一只猫叫年糕"), now=NOW)
     s.hold(HoldRequest(content="她周末喜欢去爬山"), now=NOW)
     found = s.breath(BreathRequest("家里那只小动物叫什么"), now=NOW)
@@ -317,7 +319,7 @@ def test_bad_hold_input_is_refused_and_nothing_is_written(svc, kw, match):
 
 
 def test_extra_types_come_from_the_environment(tmp_path, embedder):
-    s = MemoryService(Settings.from_env({"HOME": str(tmp_path), "OMBRE_EXTRA_TYPES": "梦境,八卦"}), embedder=embedder)
+    s = open_service(Settings.from_env({"HOME": str(tmp_path), "OMBRE_EXTRA_TYPES": "梦境,八卦"}), arbitrate=False, embedder=embedder)
     assert s.hold(HoldRequest(content="她梦见了鲸鱼", type="梦境"), now=NOW).stored
     s.close()
 
@@ -340,7 +342,7 @@ def test_export_import_round_trip(svc, tmp_path, embedder):
     held(svc, "每周三语音", type="承诺", quote="每周三语音吧")
     out = tmp_path / "export.jsonl"
     assert svc.export(out) == 2
-    other = MemoryService(Settings.from_env({"HOME": str(tmp_path / "other")}), embedder=embedder)
+    other = open_service(Settings.from_env({"HOME": str(tmp_path / "other")}), arbitrate=False, embedder=embedder)
     first, again = other.import_(out), other.import_(out)
     assert (first.added, first.skipped, first.refused) == (2, 0, [])
     assert (again.added, again.skipped, again.refused) == (0, 2, [])

@@ -7,7 +7,6 @@ import asyncio
 import datetime as dt
 import json
 import random
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ombre.app import open_service
 from ombre.inject.gateway import conversation_key, earlier_turns
 from ombre.memory.breath import (E5_USE, FUSION, GATES, NOTHING, USE_ONLY, BreathRequest, Gate, Signals, fuse,
                                  gate_features, is_relevant)
@@ -230,10 +230,10 @@ def test_a_memory_only_one_encoder_can_see_is_judged_by_its_gates_for_judging_al
     # written while e5 was away: USE alone vouches for these memories, though e5 runs for the newer one
     settings = Settings.from_env({"HOME": str(tmp_path)})
     use = USEEmbedder()
-    early = MemoryService(settings, encoders={"use": use})
+    early = open_service(settings, arbitrate=False, encoders={"use": use})
     for text in ENGLISH_LIFE:
         hold(early, text)
-    both = MemoryService(settings, encoders={"e5": embedder, "use": use})
+    both = open_service(settings, arbitrate=False, encoders={"e5": embedder, "use": use})
     hold(both, "I repaint my bike every spring")
     r = both.breath(BreathRequest("who is Kevin"), now=NOW, touch=False)
     card = r.cards[0]
@@ -279,7 +279,7 @@ def test_http_breath_takes_context_and_returns_the_rendered_text(tmp_path):
 # -- two encoders, and a store from before the second one ---------------------------------------------
 def test_serve_embeds_an_older_store_with_the_new_encoder_in_the_background(tmp_path, embedder):
     settings = Settings.from_env({"HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre")})
-    old = MemoryService(settings, encoders={"e5": embedder})  # as an e5-only store was written
+    old = open_service(settings, arbitrate=False, encoders={"e5": embedder})  # as an e5-only store was written
     ids = [hold(old, f"第{i}件事：她在学第{i}首吉他曲子") for i in range(70)]
     old.close()
     db = sqlite3.connect(settings.memory_db)
@@ -297,20 +297,20 @@ def test_serve_embeds_an_older_store_with_the_new_encoder_in_the_background(tmp_
         assert health["embedding"]["use"] == {"todo": 70, "done": 70} and health["encoders"] == ["e5", "use"]
     finally:
         server.stop()
-    s = MemoryService(settings, encoders={"use": USEEmbedder()})
+    s = open_service(settings, arbitrate=False, encoders={"use": USEEmbedder()})
     assert all(s.get(i).vectors == ["e5", "use"] for i in ids)
     s.close()
 
 
 def test_the_background_embedding_resumes_where_it_stopped(tmp_path, embedder):
     settings = Settings.from_env({"HOME": str(tmp_path)})
-    s = MemoryService(settings, encoders={"e5": embedder})
+    s = open_service(settings, arbitrate=False, encoders={"e5": embedder})
     for i in range(10):
         hold(s, f"她第{i}次去海边")
     use = USEEmbedder()
     s.store.set_vectors("use", [(m.id, v) for m, v in
                                zip(s.store.list()[:4], use.passages([m.content for m in s.store.list()[:4]]))])
-    both = MemoryService(settings, encoders={"e5": embedder, "use": use})
+    both = open_service(settings, arbitrate=False, encoders={"e5": embedder, "use": use})
     assert both.embed_pending() == 6 and both.embedding == {"e5": {"todo": 0, "done": 0},
                                                              "use": {"todo": 6, "done": 6}}
     assert both.embed_pending() == 0

@@ -13,7 +13,6 @@ import random
 import re
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx

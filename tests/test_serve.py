@@ -102,9 +102,10 @@ def test_mcp_over_streamable_http(server):
 
 
 def test_mcp_over_stdio(tmp_path):
+    # no service answers at OMBRE_URL: the stdio process answers from the store itself
     async def run() -> None:
         params = StdioServerParameters(command=sys.executable, args=["-m", "ombre.cli", "serve", "--stdio"],
-                                       env=ombre_env(tmp_path))
+                                       env=ombre_env(tmp_path, OMBRE_URL=f"http://127.0.0.1:{free_port()}"))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await _exercise(session)
@@ -157,3 +158,31 @@ def test_hold_and_breath_use_a_running_serve_on_the_same_database(tmp_path):
         assert elsewhere.returncode == 0 and "桂花乌龙" not in elsewhere.stdout  # another home: its own store
     finally:
         server.stop()
+
+
+def test_mcp_over_stdio_relays_to_the_running_service(tmp_path):
+    """What Claude Code starts for each process relays to the service that runs (with its token): the memory
+    lands in that service's store, and the stdio process never opens a store of its own."""
+    served = Server(tmp_path / "served", token="owner-token")
+    own_home = tmp_path / "stdio"
+    try:
+        async def run() -> None:
+            params = StdioServerParameters(command=sys.executable, args=["-m", "ombre.cli", "serve", "--stdio"],
+                                           env={**ombre_env(own_home, OMBRE_URL=served.url), "OMBRE_TOKEN": "owner-token"})
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    tools = {t.name for t in (await session.list_tools()).tools}
+                    assert tools == {"hold", "breath"}
+                    held = await session.call_tool("hold", {"content": "她的猫叫团子", "quote": "我家猫叫团子"})
+                    assert held.structuredContent["stored"], held
+                    found = await session.call_tool("breath", {"query": "她的猫叫什么"})
+                    assert "团子" in found.structuredContent["text"]
+
+        asyncio.run(run())
+        cards = httpx.post(served.url + "/v1/breath", json={"query": "猫叫什么名字"}, timeout=30,
+                           headers={"authorization": "Bearer owner-token"}).json()["cards"]
+        assert any("团子" in c["content"] for c in cards)
+        assert not (own_home / "ombre" / "memory.db").exists()
+    finally:
+        served.stop()

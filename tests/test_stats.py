@@ -89,6 +89,10 @@ def test_a_forged_copy_is_not_billed_twice_and_swaps_and_background_spend_are_on
     history = tmp_path / "o" / "history.jsonl"
     result = run(source, ForgeOptions(selector=Selector(retain=40_000), history=history))
     assert result.events_kept > 0
+    # a tunnel logs the forge it ran and then itself, with the same new session: one swap, not two
+    forged = json.loads(history.read_text().splitlines()[-1])
+    with history.open("a") as log:
+        log.write(json.dumps({**forged, "mode": "tunnel-forge"}) + "\n")
     ledger = tmp_path / "o" / "llm_ledger.jsonl"
     ledger.write_text(json.dumps({"at": "2026-02-12T03:00:00+00:00", "day": "2026-02-12", "backend": "claude-code",
                                   "model": "claude-haiku-4-5", "ok": True, "tokens_in": 1_000_000,
@@ -98,7 +102,8 @@ def test_a_forged_copy_is_not_billed_twice_and_swaps_and_background_spend_are_on
         {k: before[k] for k in ("requests", "input", "cache_read", "output")}
     today = dt.datetime.now(ZoneInfo("Asia/Shanghai")).date().isoformat()
     swapped = [d for d in after["days"] if d["swaps"]]
-    assert [d["day"] for d in swapped] == [today] and swapped[0]["swaps"][0].endswith(" forge")
+    assert [d["day"] for d in swapped] == [today] and len(swapped[0]["swaps"]) == 1
+    assert swapped[0]["swaps"][0].endswith(" tunnel-forge")
     feb12 = next(d for d in after["days"] if d["day"] == "2026-02-12")
     assert feb12["background_calls"] == 1 and feb12["background_cost"] == pytest.approx(1.0 + 0.5)
     recent = stats(tmp_path, claude, "--days", "1")

@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from ombre.memory.hold import HoldRequest
-from ombre.memory.model import Memory, iso, now_utc
+from ombre.memory.model import Memory
+from ombre.clock import iso, now_utc
 from ombre.memory.segment import document, query_terms
-from ombre.memory.store import GateEntry, open_store
+from ombre.app import open_service, open_store
+from ombre.memory.store import GateEntry
 from ombre.settings import Settings
 from tests.conftest import fresh_database
 
@@ -203,9 +205,8 @@ def test_recall_does_not_wait_for_a_hold_in_progress(settings, embedder):
     import threading
 
     from ombre.memory.breath import BreathRequest
-    from ombre.memory.service import MemoryService
 
-    svc = MemoryService(settings, embedder=embedder)
+    svc = open_service(settings, arbitrate=False, embedder=embedder)
     try:
         svc.hold(HoldRequest(content="她对花生过敏，千万别推荐花生", type="偏好"))
         inside, release, answered = threading.Event(), threading.Event(), {}
@@ -245,7 +246,7 @@ def test_dates_and_month_days(store):
 
 def test_the_memory_service_runs_unchanged_on_either_backend(settings, embedder):
     from ombre.memory.breath import BreathRequest
-    from ombre.write.commitment_arbitrate import open_service
+    from ombre.app import open_service
 
     svc = open_service(settings, embedder=embedder)  # arbitration and recall with real e5 vectors
     try:

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from ombre.app import holder, open_service
 from ombre.errors import BridgeError
 from ombre.settings import Settings
 from ombre.tunnel.bridges import CcConnectBridge, FileBridge
 from ombre.tunnel.handoff import prepare
 from ombre.tunnel.keeper import Keeper, KeeperState, Reading, decide, status
-from ombre.tunnel.tunnel import TunnelOptions, memory_holder, recover, run
-from ombre.window import history
+from ombre.tunnel.tunnel import TunnelOptions, recover, run
+from ombre import jsonl_log
 from ombre.window.verify import Expectation, verify_session
 from tests.conftest import sha256
 from tests.transcript_gen import SessionBuilder, ascii_text
@@ -86,7 +87,7 @@ def test_tool_output_at_60_percent_diets_and_the_dialogue_is_still_there(tmp_pat
     path = heavy_session(project, used=120_000)
     settings = Settings.from_env(env)
     bridge = file_bridge(tmp_path, path.stem)
-    entry = Keeper(settings, bridge, memory_holder(settings)).tick(path, now=NOW)
+    entry = Keeper(settings, bridge, holder(settings)).tick(path, now=NOW)
     assert entry["decision"] == "ok" and entry["mode"] == "diet", entry
     new = project / f"{entry['new_sid']}.jsonl"
     assert bridge.bound_sid() == entry["new_sid"] and (tmp_path / "bridge.running").exists()
@@ -100,15 +101,14 @@ def test_at_75_percent_forge_runs_holds_the_handoff_and_the_private_context_surv
     path = heavy_session(project, used=150_000)
     settings = Settings.from_env(env)  # the memory service is not running: hold goes to the store directly
     bridge = file_bridge(tmp_path, path.stem)
-    entry = Keeper(settings, bridge, memory_holder(settings)).tick(path, now=NOW)
+    entry = Keeper(settings, bridge, holder(settings)).tick(path, now=NOW)
     assert entry["decision"] == "ok" and entry["mode"] == "forge" and entry["hold"].startswith("ok "), entry
     new = texts(project / f"{entry['new_sid']}.jsonl")
     for said in PRIVATE:
         assert said in new  # the recent private turns are in the new window, word for word
     assert "会话交接" in new and "ombreHandoff" in new
-    from ombre.memory.service import MemoryService
 
-    svc = MemoryService(settings, encoders={})
+    svc = open_service(settings, arbitrate=False, encoders={})
     handoffs = svc.store.list(type="会话交接")
     svc.close()
     assert len(handoffs) == 1 and handoffs[0].evidence.from_session == path.stem
@@ -151,7 +151,7 @@ def test_with_the_memory_side_broken_the_tunnel_and_bridge_still_work(tmp_path, 
     path = heavy_session(project, used=150_000)
     settings = Settings.from_env(env)
     bridge = file_bridge(tmp_path, path.stem)
-    result = run(settings, path, TunnelOptions(), bridge=bridge, holder=memory_holder(settings))
+    result = run(settings, path, TunnelOptions(), bridge=bridge, holder=holder(settings))
     assert result.ok and result.hold.startswith("failed") and bridge.bound_sid() == result.new_sid
     assert (tmp_path / "bridge.running").exists()
 
@@ -321,14 +321,15 @@ import os, sys
 from pathlib import Path
 from ombre.settings import Settings
 from ombre.tunnel.bridges import CcConnectBridge
-from ombre.tunnel.tunnel import TunnelOptions, memory_holder, run
+from ombre.app import holder
+from ombre.tunnel.tunnel import TunnelOptions, run
 step_to_die, path, cc, flag = sys.argv[1:5]
 settings = Settings.from_env()
 bridge = CcConnectBridge(Path(cc), f"rm -f {flag}", f"touch {flag}")
 def on_step(step):
     if step == step_to_die:
         os._exit(137)  # like SIGKILL: no finally, no cleanup
-run(settings, Path(path), TunnelOptions(), bridge=bridge, holder=memory_holder(settings), on_step=on_step)
+run(settings, Path(path), TunnelOptions(), bridge=bridge, holder=holder(settings), on_step=on_step)
 """
 
 
@@ -425,7 +426,7 @@ def test_the_nudge_is_sent_quietly_and_forge_ombre_hold_0_skips_the_hold(tmp_pat
     said = tmp_path / "nudge.txt"
     settings = Settings.from_env({**env, "FORGE_OMBRE_HOLD": "0", "OMBRE_BRIDGE_NUDGE": f"printf %s {{text}} > {said}"})
     result = run(settings, path, TunnelOptions(), bridge=file_bridge(tmp_path, path.stem),
-                 holder=memory_holder(settings))
+                 holder=holder(settings))
     assert result.ok and result.hold == "off" and result.nudge == "sent"
     assert "breath(is_session_start=True)" in said.read_text() and "不要提换窗口" in said.read_text()
     assert not (tmp_path / "ombre" / "ombre.db").exists()  # nothing was held
@@ -443,7 +444,7 @@ def test_backups_and_logs_do_not_grow_without_end(tmp_path, env, project):
     assert kept == sorted(p.stem for p in sessions[1:])  # the two newest runs' backups
     log = tmp_path / "log.jsonl"
     for n in range(200):
-        history.append(log, {"n": n, "pad": "x" * 100}, max_bytes=5_000)
+        jsonl_log.append(log, {"n": n, "pad": "x" * 100}, max_bytes=5_000)
     assert log.stat().st_size <= 5_200 and log.with_name("log.jsonl.1").exists()
     assert json.loads(log.read_text().splitlines()[-1])["n"] == 199
 
@@ -456,8 +457,12 @@ def test_keeper_seed_then_a_pass_over_the_forge_line_must_skip(tmp_path, env, pr
     assert out.returncode == 0, out.stderr
     seeded = json.loads(out.stdout)
     state = json.loads((tmp_path / "ombre" / "keeper-state.json").read_text())
-    assert state["last_forge"] == seeded["last_forge"] and state["last_diet"] == seeded["last_diet"]
-    now = dt.datetime.fromisoformat(seeded["last_forge"]) + dt.timedelta(minutes=5)
+    # the seed starts the cooldowns but is not a run: status shows no diet or forge, and the seed apart
+    assert state["seeded"] == seeded["seeded"] and state.get("last_forge") is None and state.get("last_diet") is None
+    status = json.loads(ombre(["keeper", "status", "--json"], env).stdout)
+    assert status["last_forge"] is None and status["seeded"] == seeded["seeded"]
+    assert status["forge_cooldown_left_min"] > 0 and status["diet_cooldown_left_min"] > 0
+    now = dt.datetime.fromisoformat(seeded["seeded"]) + dt.timedelta(minutes=5)
     entry = Keeper(Settings.from_env(env), file_bridge(tmp_path, path.stem), None).tick(path, now=now)
     assert entry["decision"] == "skip" and "cooldown" in entry["reason"], entry
     assert sorted(p.name for p in project.glob("*.jsonl")) == [path.name]  # nothing was forged
@@ -490,7 +495,7 @@ def test_slash_new_flag_sends_the_continuation_once_when_the_session_changes(tmp
     new = heavy_session(project, used=20_000, turns=6, seed=5)  # what /new started
     keeper.tick(new, now=NOW)
     assert sent.read_text(encoding="utf-8").count("SESSION_HANDOFF.md") == 1
-    notes = [e for e in history.read(settings.metrics_log, limit=50) if "after /new" in e.get("reason", "")]
+    notes = [e for e in jsonl_log.read(settings.metrics_log, limit=50) if "after /new" in e.get("reason", "")]
     assert len(notes) == 1 and notes[0]["reason"].endswith("nudge sent")
     keeper.tick(new, now=NOW + dt.timedelta(minutes=1))
     keeper.tick(heavy_session(project, used=20_000, turns=6, seed=6), now=NOW + dt.timedelta(minutes=2))
@@ -511,7 +516,7 @@ def test_a_swap_clears_the_slash_new_flag_so_only_one_continuation_fires(tmp_pat
     new_sid = json.loads(out.stdout)["new_session" if swap != "tunnel" else "new_sid"]
     Keeper(settings, None, None).tick(project / f"{new_sid}.jsonl", now=NOW)
     assert not sent.exists()  # no /new nudge (and with no bridge the tunnel sends none of its own)
-    assert any(e.get("mode") == "new-flag-cleared" for e in history.read(settings.history_log, limit=50))
+    assert any(e.get("mode") == "new-flag-cleared" for e in jsonl_log.read(settings.history_log, limit=50))
 
 
 def test_a_session_ombre_wrote_is_not_taken_for_slash_new(tmp_path, env, project):
@@ -522,7 +527,7 @@ def test_a_session_ombre_wrote_is_not_taken_for_slash_new(tmp_path, env, project
 
     new_window.write(settings, old.stem, "交接", tmp_path)
     result = run_forge_quietly(old)
-    history.append(settings.history_log, {"mode": "forge", "ok": True, "new_sid": result})
+    jsonl_log.append(settings.history_log, {"mode": "forge", "ok": True, "new_sid": result})
     Keeper(settings, None, None).tick(project / f"{result}.jsonl", now=NOW)
     assert not sent.exists() and new_window.waiting(settings) is None
 

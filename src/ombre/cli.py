@@ -133,10 +133,7 @@ def diet(settings: Settings, session: str | None, retain: int | None, squash: in
     from .window.diet import DietOptions, run
 
     path = _session(settings, session)
-    result = run(path, DietOptions(
-        retain=settings.diet_retain if retain is None else retain,
-        squash=settings.diet_squash if squash is None else squash,
-        dry_run=dry_run, window=settings.context_window, history=settings.history_log))
+    result = run(path, DietOptions.from_settings(settings, retain=retain, squash=squash, dry_run=dry_run))
     _swapped(settings, result, "diet")
     _emit(as_json, result, lambda: format_result(result))
 
@@ -371,7 +368,7 @@ def _via_serve(settings: Settings, route: str, body: dict) -> dict | None:
 
 
 def _service(settings: Settings):
-    from .write.commitment_arbitrate import open_service
+    from .app import open_service
 
     return open_service(settings)
 
@@ -473,7 +470,8 @@ def _format_breath(r) -> str:
 @click.option("--token", envvar="OMBRE_TOKEN", default=None, help="Bearer token (required off loopback).")
 @click.option("--allow-host", "allow_host", multiple=True, metavar="NAME",
               help="Another name requests may use for this service (besides 127.0.0.1, localhost, ::1 and --host).")
-@click.option("--stdio", is_flag=True, help="Serve MCP over stdio instead of HTTP.")
+@click.option("--stdio", is_flag=True, help="Serve MCP over stdio: relayed to the running service (OMBRE_URL), "
+              "answered in this process only when that does not answer.")
 @click.pass_obj
 @handles_errors
 def serve(settings: Settings, host: str, port: int, token: str | None, allow_host: tuple[str, ...],
@@ -481,15 +479,24 @@ def serve(settings: Settings, host: str, port: int, token: str | None, allow_hos
     """Run the memory service: HTTP API (/v1/hold, /v1/breath, /v1/memories/ID, /health) and MCP at /mcp."""
     from .memory import backup
 
-    if not settings.db:  # a PostgreSQL store is checked and backed up by its own server
-        backup.check_at_start(settings.memory_db, settings.backups_dir)
-    service = _service(settings)
-    try:
-        if stdio:
-            from .serve.mcp import build_mcp
+    def open_checked():
+        if not settings.db:  # a PostgreSQL store is checked and backed up by its own server
+            backup.check_at_start(settings.memory_db, settings.backups_dir)
+        return _service(settings)
 
-            build_mcp(service).run("stdio")
-            return
+    if stdio:
+        # what Claude Code starts for each of its processes: a relay to the running service (OMBRE_URL),
+        # which opens the store in this process only when that service does not answer
+        from .serve.mcp import Relay, build_mcp
+
+        relay = Relay(settings.memory_url + "/mcp", token or settings.token, open_checked)
+        try:
+            build_mcp(relay=relay).run("stdio")
+        finally:
+            relay.close()
+        return
+    service = open_checked()
+    try:
         import uvicorn
 
         from .serve.http import check_bind, create_app
@@ -673,7 +680,9 @@ def memories() -> None:
 def _memory_line(m) -> str:
     flags = ("📌" if m.pinned else "") + ("[archived]" if m.archived else "")
     status = "" if m.status == "confirmed" else "（未确认）"
-    return f"{m.id}  {m.type}{status} i{m.importance} {flags} {m.content[:60]}"
+    from .transcript.chain import clip
+
+    return f"{m.id}  {m.type}{status} i{m.importance} {flags} {clip(m.content, 60)}"  # one row, whatever the text
 
 
 @memories.command("list")
@@ -937,7 +946,9 @@ def gateway(settings: Settings, host: str, port: int, upstream: str | None, memo
     if memory_url:
         recall = remote_recall(dataclasses.replace(settings, memory_url=memory_url.rstrip("/")))
     else:
-        recall = local = LocalRecall(settings)
+        from .app import open_service
+
+        recall = local = LocalRecall(lambda: open_service(settings, arbitrate=False), settings)
         problem = local.warm()
         if problem:
             click.echo(f"warning: memory side unavailable, forwarding without cards: {problem}", err=True)
@@ -1130,7 +1141,8 @@ def tunnel(settings: Settings, session: str | None, as_diet: bool, squash: int |
            handoff_days: str | None, no_hold: bool, no_nudge: bool, dry_run: bool, as_json: bool,
            **selection) -> None:
     """Swap windows: backup → handoff → hold → forge (or diet) → stop bridge → re-bind → start → nudge."""
-    from .tunnel.tunnel import TunnelOptions, memory_holder, run
+    from .app import holder
+    from .tunnel.tunnel import TunnelOptions, run
     from .window.select import parse_days
 
     options = TunnelOptions(
@@ -1141,7 +1153,7 @@ def tunnel(settings: Settings, session: str | None, as_diet: bool, squash: int |
         hold=not no_hold, nudge=not no_nudge, dry_run=dry_run)
     bridge = _bridge(settings)
     result = run(settings, _session(settings, session), options, bridge=bridge,
-                 holder=None if dry_run else memory_holder(settings),
+                 holder=None if dry_run else holder(settings),
                  on_step=(lambda step: None) if as_json else (lambda step: click.echo(f"… {step}", err=True)))
     _emit(as_json, result, lambda: format_tunnel(result))
     if not result.ok:
@@ -1240,12 +1252,10 @@ def keeper_run(settings: Settings, session: str | None, once: bool, interval: in
     import time
 
     from .tunnel.keeper import Keeper
-    from .tunnel.tunnel import memory_holder
-
-    from .write.async_distill import for_keeper
+    from .app import holder, keeper_distill
 
     b = _bridge(settings)
-    k = Keeper(settings, b, memory_holder(settings), distill=for_keeper(settings))
+    k = Keeper(settings, b, holder(settings), distill=keeper_distill(settings))
     while True:
         try:
             entry = k.tick(_keeper_session(settings, b, session))
@@ -1279,6 +1289,8 @@ def keeper_status(settings: Settings, session: str | None, as_json: bool) -> Non
                  f"session   {r.get('session', '?')}  used {_pct(r.get('used_pct'))}",
                  f"diet      last {settings.local(report['last_diet'])}, cooldown {report['diet_cooldown_left_min']} min left",
                  f"forge     last {settings.local(report['last_forge'])}, cooldown {report['forge_cooldown_left_min']} min left",
+                 *([f"seeded    {settings.local(report['seeded'])} (cooldowns started, nothing ran)"]
+                   if report["seeded"] else []),
                  f"today     {report['today']}/{report['max_per_day']} runs",
                  f"breaker   {'OPEN (ombre keeper reset)' if report['breaker'] else 'closed'}, "
                  f"{report['failures_in_a_row']} failure(s) in a row",
@@ -1303,7 +1315,7 @@ def keeper_seed(settings: Settings, as_json: bool) -> None:
     from .tunnel.keeper import seed
 
     stamp = seed(settings)
-    report = {"state": str(settings.keeper_state), "last_diet": stamp, "last_forge": stamp,
+    report = {"state": str(settings.keeper_state), "seeded": stamp,
               "diet_cooldown_mins": settings.diet_cooldown_mins, "forge_cooldown_mins": settings.forge_cooldown_mins}
     _emit(as_json, report, lambda: f"cooldowns seeded at {settings.local(stamp)}: no diet for {settings.diet_cooldown_mins} min, "
                                    f"no forge for {settings.forge_cooldown_mins} min ({settings.keeper_state})")

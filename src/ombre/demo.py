@@ -1,8 +1,9 @@
 """`ombre demo`: the main job on an embedded default.
 
-A bundled real session is copied into a temporary Claude home, then anchors, usage, diet and forge run on
-it for real; a memory store in the same temporary place then holds, arbitrates and recalls, and shows the
-per-turn block a hook would inject and the handoff pack a tunnel would carry. A person's own `~/.claude`
+Bundled real sessions are copied into a temporary Claude home, then anchors, usage, diet and forge run on
+them for real; a short Chinese companion chat bundled beside them is then distilled into a memory store in
+the same temporary place, which arbitrates a changed promise and recalls, and shows the per-turn block a hook
+would inject and the handoff pack a tunnel would carry. A person's own `~/.claude`
 and `~/.ombre` are only ever read (dry runs) and never written.
 """
 from __future__ import annotations
@@ -23,11 +24,14 @@ from .transcript.usage import read_usage
 from .window.anchors import anchors
 from .window.diet import DietOptions, run as run_diet
 from .window.forge import ForgeOptions, run as run_forge
+from .tunnel.handoff import prepare
 from .window.select import Selector
-from .write.commitment_arbitrate import open_service
+from .write.async_distill import Distiller
+from .app import open_service
 
 TOOL_HEAVY = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"  # Claude Code 2.1.38: tools, interrupts, three turns
 LONG_TOOLS = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"  # Claude Code 1.0.x: long tool output
+CHAT = "7b2f4c1e-3a9d-4e5b-8c6f-0d1e2f3a4b5c"  # a short Chinese companion chat written for the demo
 DEMO_PROJECT = "-demo-companion"
 
 
@@ -74,31 +78,32 @@ def run_demo(settings: Settings, keep: Path | None = None) -> list[Step]:
         inject_text="正在谈：示例会话的工具调用。\n未完成：无。\n线索词：示例, 演示"))))
     unchanged = all(_sha(p) == h for p, h in before.items())
     steps.append(Step("originals byte-identical after both runs: " + ("yes" if unchanged else "NO"), ""))
-    steps += _memory_steps(dataclasses.replace(settings, ombre_home=home / "ombre"), heavy)
+    # warm-up on: the chat is older than this store, and its turns are what the demo distils
+    steps += _memory_steps(dataclasses.replace(settings, ombre_home=home / "ombre", distill_warmup=True),
+                           project / f"{CHAT}.jsonl")
     if not keep:
         shutil.rmtree(home, ignore_errors=True)
         steps.append(Step("temporary Claude home removed (use --keep DIR to look at the files)", ""))
     return steps
 
 
-def _memory_steps(settings: Settings, session: Path) -> list[Step]:
-    """hold → arbitration → the per-turn block → the handoff pack, on a fresh store beside the demo home."""
-    from .tunnel.handoff import prepare
-
+def _memory_steps(settings: Settings, chat: Path) -> list[Step]:
+    """The bundled Chinese chat as a person's companion would live it: distilled into memories, a promise
+    changed later, the per-turn block a hook would inject, and the handoff pack a tunnel would carry."""
     service = open_service(settings)
-    lines = []
     try:
-        for content, kind, quote in (("每周三晚上语音", "承诺", "以后每周三晚上都语音吧"),
-                                     ("她喜欢喝桂花乌龙", "偏好", None),
-                                     ("语音改到每周四晚上", "承诺", "这周改成周四吧，之后也周四。")):
-            r = service.hold(HoldRequest(content=content, type=kind, quote=quote))
-            verdict = f"  arbitration: {r.arbitration['action']} ({r.arbitration['reason']})" if r.arbitration else ""
-            lines.append(f"hold [{kind}] {content} → {r.decision}, {r.status}{verdict}")
-        block = turn_block(service, InjectRequest("我们这周什么时候语音？", session_id="demo"))
+        distilled = Distiller(settings, service).run(chat, force=True)
+        kept = [f"[{c['type']}] {c['content']} ← 「{c['quote'] or '未确认'}」 → {h['decision']}"
+                for c, h in zip(distilled.candidates, distilled.held)] or [f"nothing kept: {distilled.reason}"]
+        r = service.hold(HoldRequest(content="每周的语音改到周四晚上", type="承诺", quote="以后周三的语音改到周四晚上吧"))
+        verdict = f"  arbitration: {r.arbitration['action']} ({r.arbitration['reason']})" if r.arbitration else ""
+        change = f"hold [承诺] 每周的语音改到周四晚上 → {r.decision}, {r.status}{verdict}"
+        block = turn_block(service, InjectRequest("我们这周什么时候语音呀？", session_id="demo"))
     finally:
         service.close()
-    return [Step("hold: evidence, write_gate and commitment arbitration (a changed day replaces the old one)",
-                 "\n".join(lines)),
-            Step("the per-turn block a hook injects for 「我们这周什么时候语音？」 (user side only)",
+    return [Step("distill: what the chat leaves in memory (the rules backend; passing states like 今天好累 stay out)",
+                 "\n".join(kept)),
+            Step("a later turn changes the promise: commitment arbitration replaces the old day", change),
+            Step("the per-turn block a hook injects for 「我们这周什么时候语音呀？」 (user side only)",
                  block.text or "(nothing close enough to show)"),
-            Step("handoff pack a tunnel would carry (ombre handoff prepare)", prepare(session).render())]
+            Step("handoff pack a tunnel would carry (ombre handoff prepare)", prepare(chat).render())]

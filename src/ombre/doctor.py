@@ -11,10 +11,11 @@ import datetime as dt
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .errors import OmbreError
 from .settings import Settings
-from .window import history
+from . import jsonl_log
 
 BACKUP_MAX_AGE = dt.timedelta(days=2)
 SESSION_MAX_BYTES = 50_000_000  # past this a bound session is carrying unsquashed images or tool output
@@ -29,9 +30,21 @@ class Check:
     fixed: str = ""  # what --fix did about it
 
 
-def _serve(s: Settings, own: dict | None = None) -> Check:
+def _same_place(a: str, b: str) -> bool:
+    loopback = {"127.0.0.1", "localhost", "::1"}
+    pa, pb = urlsplit(a), urlsplit(b)
+    host = lambda p: "loopback" if p.hostname in loopback else p.hostname  # noqa: E731
+    return (host(pa), pa.port or 80) == (host(pb), pb.port or 80)
+
+
+def _serve(s: Settings, own: dict | None = None, own_url: str | None = None) -> Check:
     from .client import health as probe
 
+    if own is not None and own_url and not _same_place(own_url, s.memory_url):
+        # the dashboard's own service is up by definition; what matters is whether the hooks reach it
+        return Check("memory service", False, f"this service answers at {own_url}, but the hooks and the CLI ask "
+                     f"{s.memory_url}", f"set OMBRE_URL={own_url} where they run, then `ombre install claude-code` "
+                     "again (it passes OMBRE_URL to the hooks)")
     health = own if own is not None else probe(s.memory_url, timeout=2, token=s.token)
     if health is None:
         return Check("memory service", False, f"nothing answers at {s.memory_url}",
@@ -151,6 +164,7 @@ def _keeper(s: Settings) -> list[Check]:
         state = KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc))
         checks.append(Check("keeper cooldowns", not state.breaker,
                             f"last diet {state.last_diet or 'never'}, last forge {state.last_forge or 'never'}"
+                            + (f"; seeded {state.seeded}" if state.seeded else "")
                             + (f"; breaker OPEN after {state.failures} failures" if state.breaker else ""),
                             "fix the error of the last runs, then `ombre keeper reset`" if state.breaker else ""))
     if s.keeper_state.exists():
@@ -162,7 +176,7 @@ def _keeper(s: Settings) -> list[Check]:
                             or "no session the keeper cannot rewrite",
                             "the keeper skips these sessions until they change; `ombre forge SESSION --dry-run` shows "
                             "why, and a report with the file helps fix it" if refused else ""))
-    runs = [e for e in history.read(s.metrics_log, limit=200) if e.get("decision") in ("ok", "fail")][-20:]
+    runs = [e for e in jsonl_log.read(s.metrics_log, limit=200) if e.get("decision") in ("ok", "fail")][-20:]
     failed = [e for e in runs if e.get("decision") == "fail"]
     last = failed[-1].get("error") or failed[-1].get("reason") if failed else ""
     checks.append(Check("keeper runs", not (runs and runs[-1].get("decision") == "fail"),
@@ -173,7 +187,7 @@ def _keeper(s: Settings) -> list[Check]:
 
 
 def _writes(s: Settings) -> Check:
-    outcomes = history.read(s.distill_log, limit=20)
+    outcomes = jsonl_log.read(s.distill_log, limit=20)
     failed = [o for o in outcomes if str(o.get("reason", "")).startswith("model failed") or o.get("fallback")]
     held = sum(1 for o in outcomes for h in o.get("held") or [] if h.get("stored"))
     ok = len(failed) < max(1, len(outcomes)) or not outcomes
@@ -194,7 +208,7 @@ def _arbitration(s: Settings) -> list[Check]:
     """How the last writes were arbitrated: open contradictions wait for the person; a failed arbitration
     (the model down) wrote memories as 未确认 and says which backend to look at."""
     from .memory import backup
-    from .memory.store import open_store
+    from .app import open_store
 
     if not s.db and (not s.memory_db.exists() or backup.problem(s.memory_db) is not None):
         return []  # the database check says what is wrong
@@ -226,7 +240,7 @@ def _database(s: Settings, fix: bool) -> list[Check]:
     from .memory import backup
 
     if s.db:
-        from .memory.store import open_store
+        from .app import open_store
 
         try:
             store = open_store(s)
@@ -255,9 +269,10 @@ def _database(s: Settings, fix: bool) -> list[Check]:
     return checks
 
 
-def run(s: Settings, fix: bool = False, serve_health: dict | None = None) -> list[Check]:
-    """`serve_health`: the service's own /health, when the caller is `ombre serve` itself (the dashboard)."""
-    checks = [_serve(s, serve_health), _installed(s), *_bridge(s, fix), *_cc_connect(s), *_waiting_for_new(s), *_keeper(s),
+def run(s: Settings, fix: bool = False, serve_health: dict | None = None, serve_url: str | None = None) -> list[Check]:
+    """`serve_health` and `serve_url`: the service's own /health and address, when the caller is `ombre serve`
+    itself (the dashboard)."""
+    checks = [_serve(s, serve_health, serve_url), _installed(s), *_bridge(s, fix), *_cc_connect(s), *_waiting_for_new(s), *_keeper(s),
               _writes(s), _distill_start(s), *_arbitration(s), *_database(s, fix)]
     if fix:
         for c in checks:

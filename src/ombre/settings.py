@@ -5,12 +5,14 @@ Names and defaults follow the seed (§10, §16); nothing below this module reads
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from collections.abc import Mapping
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-SHANGHAI = "Asia/Shanghai"
+from .clock import SHANGHAI, parse_timestamp
+from .errors import UsageError
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -20,8 +22,6 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        from .errors import UsageError
-
         raise UsageError(f"{name}={raw!r} is not a whole number",
                          hint=f"unset it or give an integer (default {default})") from None
 
@@ -34,11 +34,7 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def namespace_name(name: str) -> str:
-    import re
-
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
-        from .errors import UsageError
-
         raise UsageError(f"{name!r} is not a namespace name",
                          hint="use letters, digits, '-', '_' or '.', at most 64, e.g. mum or companion-2")
     return name
@@ -46,8 +42,6 @@ def namespace_name(name: str) -> str:
 
 def redact(url: str) -> str:
     """A database address without its password, for output that gets pasted into issues."""
-    import re
-
     return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
@@ -55,26 +49,41 @@ def database_url(url: str | None) -> str | None:
     if not url or not url.strip():
         return None
     if not url.startswith(("postgresql://", "postgres://")):
-        from .errors import UsageError
-
         raise UsageError(f"OMBRE_DB={url!r} is not a PostgreSQL address",
                          hint="use postgresql://user:password@host:5432/dbname, or unset it for the SQLite file")
     return url.strip()
 
 
 def _zone(name: str) -> str:
-    from zoneinfo import ZoneInfoNotFoundError
-
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        from .errors import UsageError
-
         raise UsageError(f"OMBRE_TZ={name!r} is not a time zone", hint="use an IANA name such as Asia/Shanghai") from None
     return name
 
 
 ENCODERS = ("e5", "use")
+SETTINGS_FILE = "service.env"  # in OMBRE_HOME: KEY=VALUE lines, systemd's EnvironmentFile format
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines (blank lines and # comments skipped, one pair of quotes taken off); {} when absent."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} cannot be read: {exc}", hint="fix or remove it (KEY=VALUE lines)") from None
+    out = {}
+    for line in text.splitlines():
+        key, eq, value = line.strip().partition("=")
+        if not eq or key.startswith("#") or not key.strip():
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
 
 
 def _encoders(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -84,8 +93,6 @@ def _encoders(env: Mapping[str, str]) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(k.strip().lower() for k in raw.split(",") if k.strip()))
     unknown = [k for k in chosen if k not in ENCODERS]
     if unknown or not chosen:
-        from .errors import UsageError
-
         raise UsageError(f"OMBRE_ENCODERS={raw!r} names no known encoder" if not chosen else
                          f"OMBRE_ENCODERS names unknown encoder(s): {', '.join(unknown)}",
                          hint="use e5, use or both (e5,use); OMBRE_VECTORS=0 turns vectors off")
@@ -162,16 +169,19 @@ class Settings:
     claude_bin: str = "claude"  # OMBRE_CLAUDE_BIN: the Claude Code CLI that OMBRE_LLM=claude-code asks
     db: str | None = None  # OMBRE_DB=postgresql://…: the PostgreSQL store; unset, the SQLite file in OMBRE_HOME
     namespace: str = "default"  # OMBRE_NAMESPACE: whose memories (one person or companion) this process uses
-    tz: str = SHANGHAI  # OMBRE_TZ: the zone times are shown in to the person (stored times stay UTC)
+    tz: str = SHANGHAI.key  # OMBRE_TZ: the zone times are shown in to the person (stored times stay UTC)
     async_distill: bool = True  # ASYNC_DISTILL=0 turns background distillation off
     distill_warmup: bool = False  # OMBRE_DISTILL_WARMUP=1: a new session's recent turns are read too
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """The process's environment over OMBRE_HOME/service.env: the file the service's unit reads too, so
+        the CLI, the hooks and the service (its dashboard included) agree on what is kept there."""
         env = os.environ if env is None else env
         home = Path(env.get("HOME") or Path.home())
-        claude_home = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
         ombre_home = Path(env["OMBRE_HOME"]) if env.get("OMBRE_HOME") else home / ".ombre"
+        env = {**read_env_file(ombre_home.expanduser() / SETTINGS_FILE), **env}
+        claude_home = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
         config_root = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home
         return cls(
             user_home=home.expanduser(),
@@ -233,15 +243,13 @@ class Settings:
             claude_bin=env.get("OMBRE_CLAUDE_BIN") or "claude",
             db=database_url(env.get("OMBRE_DB")),
             namespace=namespace_name(env.get("OMBRE_NAMESPACE") or "default"),
-            tz=_zone(env.get("OMBRE_TZ") or SHANGHAI),
+            tz=_zone(env.get("OMBRE_TZ") or SHANGHAI.key),
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),
         )
 
     def local(self, stamp: str | None) -> str:
         """A stored UTC time as the person reads it: their zone (OMBRE_TZ, default Asia/Shanghai), to the minute."""
-        from .transcript.chain import parse_timestamp
-
         if not stamp:
             return "never"
         moment = parse_timestamp(stamp)

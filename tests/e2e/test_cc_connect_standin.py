@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.claude import ClaudeCode
-from tests.fake_anthropic import FakeAnthropic, Reply
+from tests.fake_anthropic import FakeAnthropic
 from tests.servers import free_port
 
 pytestmark = pytest.mark.e2e

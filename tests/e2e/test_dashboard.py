@@ -102,7 +102,8 @@ def test_search_finds_a_held_memory_and_shows_why(site):
                           text=True, timeout=60)
     assert hook.returncode == 0, hook.stderr
     site.go("/ui/hooks?lang=zh", "hooks")
-    assert site.page.locator("#hooks a.card").first.inner_text() == held
+    card = site.page.locator("#hooks a.card").first  # what the card said, linked to the memory
+    assert card.inner_text() == "她最喜欢桂花乌龙，少糖" and card.get_attribute("href") == f"/ui/memories/{held}"
     assert site.page.locator("#hooks tr.hook").count() == 1
 
 

@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from ombre.inject.cards import JUST_NOW_TITLE, SESSION_HEADER

@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass, field
 from .. import wire
 from ..memory import anniversary
 from ..memory.breath import BreathRequest, Card, bookkeeping, to_card
-from ..memory.model import HANDOFF_TYPE, SHANGHAI, Memory, iso, now_utc
+from ..memory.model import HANDOFF_TYPE, Memory
+from ..clock import SHANGHAI, iso, now_utc
 from ..memory.service import MemoryService
 from ..tokens import estimate_text
 

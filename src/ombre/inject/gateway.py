@@ -209,8 +209,9 @@ class LocalRecall:
     """Recall in this process, from the memory store and model. The store is opened on first use and
     again after a failure, so a broken or missing database costs this turn its cards, not the chat."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, open_service: Callable[[], MemoryService], settings: Settings) -> None:
         self.settings = settings
+        self._open_service = open_service
         self._service: MemoryService | None = None
         self._lock = threading.Lock()
 
@@ -225,7 +226,7 @@ class LocalRecall:
     def _open(self) -> MemoryService:
         with self._lock:
             if self._service is None:
-                self._service = MemoryService(self.settings)
+                self._service = self._open_service()
             return self._service
 
     def __call__(self, turn: InjectRequest) -> str | None:

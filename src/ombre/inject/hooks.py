@@ -23,7 +23,7 @@ from ..settings import Settings
 from ..tokens import estimate_text
 from ..transcript import tail
 from ..transcript.lines import opens_with_handoff
-from ..window import history
+from .. import jsonl_log
 
 EVENTS = {"user-prompt-submit": "UserPromptSubmit", "session-start": "SessionStart"}
 MAX_CONTEXT_CHARS = 9_500  # Claude Code truncates hook output past 10,000 characters
@@ -105,7 +105,7 @@ def just_swapped(settings: Settings, source: object, session_id: str | None,
         return True
     if source not in ("resume", "startup"):
         return False
-    swaps = [e for e in history.read(settings.history_log, limit=200) if e.get("ok") and e.get("new_sid")]
+    swaps = [e for e in jsonl_log.read(settings.history_log, limit=200) if e.get("ok") and e.get("new_sid")]
     if source == "resume":
         return any(e["new_sid"] == session_id for e in swaps)
     if not swaps:
@@ -156,7 +156,7 @@ def _log(settings: Settings, event: str, outcome: str, ms: float, details: dict)
     entry = {"event": event, "outcome": outcome, "ms": round(ms, 1),
              **{k: v for k, v in details.items() if v}}
     try:
-        history.append(path, entry, max_bytes=LOG_MAX_BYTES)
+        jsonl_log.append(path, entry, max_bytes=LOG_MAX_BYTES)
     except OSError:
         pass
 

@@ -3,7 +3,8 @@
 Three things change, each idempotently, each file backed up before it is replaced:
 - `settings.json`: the UserPromptSubmit and SessionStart hooks, with explicit timeouts, and (unless
   `--no-cache-1h`, or the person set it themselves) `ENABLE_PROMPT_CACHING_1H=1` in its `env`;
-- Claude Code's global config (`.claude.json`): a user-scope MCP server `ombre` (hold / breath over stdio);
+- Claude Code's global config (`.claude.json`): a user-scope MCP server `ombre` (hold / breath over stdio, relayed
+  to the running service, so Claude Code's processes share its store and loaded models);
 - `CLAUDE.md`: one import line for the memory discipline document, which lands in the stable zone
   (read once at the start of a session, unchanged from turn to turn, so the prompt cache holds).
 

@@ -13,7 +13,8 @@ from typing import Mapping
 
 from .breath import retrieve
 from .embed import Embedder
-from .model import COMMITMENT_TYPES, UNCONFIRMED, Memory, iso
+from .model import COMMITMENT_TYPES, UNCONFIRMED, Memory
+from ..clock import iso
 from .store import MemoryStore
 
 ACTIONS = ("add", "skip", "overwrite", "merge", "coexist", "contradiction")

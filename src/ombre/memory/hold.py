@@ -12,7 +12,8 @@ from ..errors import MemoryInputError
 from . import arbitration, scarcity, write_gate
 from .arbitration import Verdict
 from .embed import Embedder
-from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory, iso, now_utc, shanghai_date
+from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory
+from ..clock import iso, now_utc, shanghai_date
 from .segment import document, query_terms
 from .store import GateEntry, MemoryStore
 

@@ -1,29 +1,14 @@
 """A memory ("bucket") and its evidence chain (seed §7, §8.3; DESIGN §4)."""
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from dataclasses import asdict, dataclass, field
-from zoneinfo import ZoneInfo
 
-SHANGHAI = ZoneInfo("Asia/Shanghai")
 UNCONFIRMED = "未确认"
 CONFIRMED = "confirmed"
 COMMITMENT_TYPES = ("承诺", "约定")  # never decay, never archived automatically (seed §7.2)
 HANDOFF_TYPE = "会话交接"
 BUILTIN_TYPES = ("偏好", "事件", "规则", "承诺", "约定", HANDOFF_TYPE, "感受", "关系", "日常")
-
-
-def now_utc() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
-
-
-def iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def shanghai_date(moment: dt.datetime) -> str:
-    return moment.astimezone(SHANGHAI).date().isoformat()
 
 
 @dataclass

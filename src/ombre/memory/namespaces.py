@@ -13,7 +13,7 @@ import threading
 from dataclasses import replace
 from typing import Callable
 
-from ..settings import Settings, namespace_name
+from ..settings import namespace_name
 from .service import MemoryService
 
 

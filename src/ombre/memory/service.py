@@ -17,9 +17,10 @@ from .arbitration import Verdict, clear_conflicts
 from .breath import BreathRequest, BreathResult, breath
 from .embed import LOADERS, ORDER, Embedder
 from .hold import HoldRequest, HoldResult, enrich, enrich_pending, hold, validate
-from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory, iso, now_utc, shanghai_date
+from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory
+from ..clock import iso, now_utc, shanghai_date
 from .segment import document
-from .store import GateEntry, MemoryStore, open_store
+from .store import GateEntry, MemoryStore
 
 
 MAX_IMPORT_LINE = 100_000  # an exported memory is a few KB (content is capped at OMBRE_MAX_CONTENT_CHARS)
@@ -41,12 +42,14 @@ class Edited:
 
 
 class MemoryService:
-    def __init__(self, settings: Settings, store: MemoryStore | None = None, embedder: Embedder | None = None,
-                 encoders: Mapping[str, Embedder] | None = None) -> None:
+    def __init__(self, settings: Settings, store: MemoryStore, embedder: Embedder | None = None,
+                 encoders: Mapping[str, Embedder] | None = None,
+                 arbiter: Callable[[Settings, "MemoryService"], Callable[[Memory], Verdict]] | None = None) -> None:
         """`encoders` fixes exactly which encoders recall uses; otherwise settings.encoders (OMBRE_ENCODERS,
-        OMBRE_VECTORS) name them and each loads on first use, `embedder` standing in for e5."""
+        OMBRE_VECTORS) name them and each loads on first use, `embedder` standing in for e5. `arbiter` builds
+        the commitment arbitration hold asks (the write layer's; app.open_service passes it)."""
         self.settings = settings
-        self.store = store or open_store(settings)
+        self.store = store
         self._fixed = encoders is not None
         self._encoders: dict[str, Embedder] = dict(encoders or {})
         if embedder is not None and not self._fixed:
@@ -56,8 +59,7 @@ class MemoryService:
         # background embedding (embed_pending): per encoder, how many memories still had no vector, and
         # how many have been done since
         self.embedding: dict[str, dict] = {}
-        # commitment arbitration, attached by the write layer (write/commitment_arbitrate.open_service)
-        self.arbitrate: Callable[[Memory], Verdict] | None = None
+        self.arbitrate: Callable[[Memory], Verdict] | None = arbiter(settings, self) if arbiter else None
 
     @property
     def encoders(self) -> dict[str, Embedder]:

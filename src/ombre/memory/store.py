@@ -103,15 +103,3 @@ class MemoryStore(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
     def close(self) -> None: ...
-
-
-def open_store(settings) -> MemoryStore:
-    """The store OMBRE_DB names (PostgreSQL for a postgresql:// address, else the SQLite file in OMBRE_HOME),
-    reading and writing the namespace OMBRE_NAMESPACE names."""
-    if settings.db:
-        from .postgres_store import PostgresStore
-
-        return PostgresStore(settings.db, settings.namespace)
-    from .sqlite_store import SQLiteStore
-
-    return SQLiteStore(settings.memory_db, settings.namespace)

@@ -17,6 +17,7 @@ from ..errors import OmbreError, StoreError
 from ..inject.cards import InjectRequest, SessionStartRequest, session_block, turn_block
 from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest
+from ..app import open_service
 from ..memory.namespaces import Tenants
 from ..memory.service import MemoryService
 from ..wire import MAX_DEPTH, SAFE_METHODS, allowed_hosts, body_problem, depth_over, misdirected, size_problem
@@ -30,8 +31,6 @@ def create_app(service: MemoryService, token: str | None = None,
     sees the machine (sessions, keeper, bill, hook log). The namespaces whose tokens `ombre namespace add`
     made are answered each from its own service (`Tenants`) and see their own memories only. Every request
     must name one of `hosts`, and a browser's state-changing request must come from this service's origin."""
-    from ..write.commitment_arbitrate import open_service
-
     tenants = Tenants(service, open_service)
     mcp = build_mcp(service, tenants, transport_security=TransportSecuritySettings(
         enable_dns_rebinding_protection=True,

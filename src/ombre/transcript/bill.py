@@ -18,9 +18,9 @@ from zoneinfo import ZoneInfo
 
 from ..errors import UsageError
 from ..settings import Settings
-from ..window import history
+from .. import jsonl_log
 from ..wire import loads
-from .chain import parse_timestamp
+from ..clock import parse_timestamp
 
 # (model name prefix, input $/MTok, output $/MTok), first match wins; list prices
 PRICES: tuple[tuple[str, float, float], ...] = (
@@ -203,7 +203,7 @@ def compute(settings: Settings, days: int | None = None, now: dt.datetime | None
     first = first_day.isoformat() if first_day else ""
     # a day's margin before the window: a clock that was off when a file was written
     since = (dt.datetime.combine(first_day, dt.time(), zone) - dt.timedelta(days=1)).timestamp() if first_day else None
-    runs = history.read(settings.history_log, limit=100_000)
+    runs = jsonl_log.read(settings.history_log, limit=100_000)
     all_requests, files = requests(settings.projects_dir, {str(e["new_sid"]) for e in runs if e.get("new_sid")},
                                    since)
     by_day: dict[str, Day] = {}
@@ -219,13 +219,15 @@ def compute(settings: Settings, days: int | None = None, now: dt.datetime | None
         day(when[0]).add(r)
         kept.append(r)
     swaps = []
-    for entry in runs:
+    # a tunnel logs its forge (or diet) and then itself, with the same new session: one swap, named by the last
+    by_sid = {entry["new_sid"]: entry for entry in runs if entry.get("ok") and entry.get("new_sid")}
+    for entry in by_sid.values():
         when = _local_day(str(entry.get("at", "")), zone)
-        if entry.get("ok") and entry.get("new_sid") and when and when[0] >= first:
+        if when and when[0] >= first:
             day(when[0]).swaps.append(f"{when[1]} {entry.get('mode')}")
             swaps.append({k: entry.get(k) for k in ("at", "mode", "new_sid")})
     background = settings.llm_model or ("claude-haiku-4-5" if settings.llm == "claude-code" else "")
-    for entry in history.read(settings.llm_ledger, limit=100_000):
+    for entry in jsonl_log.read(settings.llm_ledger, limit=100_000):
         when = _local_day(str(entry.get("at", "")), zone)
         if not when or when[0] < first:
             continue

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from ..clock import parse_timestamp
 from .lines import PREVIEW_CHARS, _first_text, is_command_echo, is_real_user, message_text  # noqa: F401 — re-exported
 from .reader import Fingerprint, describe_error, parse_line
 from .writer import dump_line
@@ -202,17 +203,6 @@ class Transcript:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def parse_timestamp(value: object) -> dt.datetime | None:
-    """An ISO time as written by Claude Code or Ombre; one without a zone is UTC (as both write them)."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.timezone.utc)
 
 
 def clip(text: str, n: int = PREVIEW_CHARS) -> str:

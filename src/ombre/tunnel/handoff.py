@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..memory.model import SHANGHAI
+from ..clock import SHANGHAI
 from ..memory.segment import sentences, words
 from ..transcript import compaction
 from ..transcript.chain import Entry, Transcript, clip, scan

@@ -23,11 +23,11 @@ from typing import Callable
 
 from ..errors import InvariantError, LiveSessionError, OmbreError, SelectionError, TranscriptError
 from ..files import replace_atomic
-from ..memory.model import shanghai_date
+from ..clock import parse_timestamp, shanghai_date
 from ..settings import Settings
 from ..transcript.reader import Fingerprint
 from ..transcript.usage import used_pct
-from ..window import history
+from .. import jsonl_log
 from ..wire import loads
 from . import new_window
 from .bridges import Bridge
@@ -36,12 +36,15 @@ from .tunnel import Holder, TunnelOptions, TunnelResult, run as run_tunnel
 
 METRICS_MAX_BYTES = 5_000_000  # a line every pass: about a month of 30-second passes per generation
 REFUSALS_KEPT = 20
+EARLIEST = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
 
 
 @dataclass
 class KeeperState:
     last_diet: str | None = None  # ISO times of the last attempt (a failed attempt also starts the cooldown)
     last_forge: str | None = None
+    # cooldowns started without a run (`ombre keeper seed`, an unreadable state file): shown apart from the runs
+    seeded: str | None = None
     day: str = ""  # the Shanghai day runs_today counts
     runs_today: int = 0
     failures: int = 0  # in a row
@@ -65,7 +68,13 @@ class KeeperState:
             # happened, so nothing fires before the cooldowns pass, rather than firing at once.
             stamp = now.isoformat(timespec="seconds")
             path.replace(path.with_name(path.name + ".unreadable"))
-            return cls(last_diet=stamp, last_forge=stamp, note="state file was unreadable: cooldowns restarted")
+            return cls(seeded=stamp, note="state file was unreadable: cooldowns restarted")
+
+    def cooling_from(self, kind: str) -> str | None:
+        """When `kind`'s cooldown started: its last run, or a later seed."""
+        last = self.last_diet if kind == "diet" else self.last_forge
+        stamps = [x for x in (last, self.seeded) if x]
+        return max(stamps, key=lambda x: parse_timestamp(x) or EARLIEST) if stamps else None
 
     def save(self, path: Path) -> None:
         replace_atomic(path, json.dumps(asdict(self), ensure_ascii=False, indent=2).encode("utf-8"))
@@ -124,8 +133,8 @@ def decide(state: KeeperState, reading: Reading, s: Settings, now: dt.datetime) 
         return Decision("skip", f"not idle ({reading.idle_s:.0f}s < {s.idle_secs}s)")
     if state.runs_today >= s.max_per_day:
         return Decision("skip", f"daily cap reached ({state.runs_today}/{s.max_per_day})")
-    forge_wait = _wait_s(s.forge_cooldown_mins, state.last_forge, now)
-    diet_wait = _wait_s(s.diet_cooldown_mins, state.last_diet, now)
+    forge_wait = _wait_s(s.forge_cooldown_mins, state.cooling_from("forge"), now)
+    diet_wait = _wait_s(s.diet_cooldown_mins, state.cooling_from("diet"), now)
     if pct >= s.forge_pct and state.armed_forge and forge_wait <= 0:
         return Decision("forge", f"{pct:.1f}% ≥ {s.forge_pct}%")
     if state.armed_diet and diet_wait <= 0:
@@ -152,7 +161,7 @@ def read(path: Path, s: Settings, now: dt.datetime, previous: Reading | None = N
 
 
 def metric(s: Settings, entry: dict) -> dict:
-    return history.append(s.metrics_log, entry, max_bytes=METRICS_MAX_BYTES)
+    return jsonl_log.append(s.metrics_log, entry, max_bytes=METRICS_MAX_BYTES)
 
 
 @dataclass
@@ -301,12 +310,13 @@ def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.dateti
     newest = newest_written(s)
     return {
         "auto_forge": s.auto_forge, "reading": reading, "last_diet": state.last_diet, "last_forge": state.last_forge,
-        "diet_cooldown_left_min": _minutes_left(s.diet_cooldown_mins, state.last_diet, now),
-        "forge_cooldown_left_min": _minutes_left(s.forge_cooldown_mins, state.last_forge, now),
+        "seeded": state.seeded,
+        "diet_cooldown_left_min": _minutes_left(s.diet_cooldown_mins, state.cooling_from("diet"), now),
+        "forge_cooldown_left_min": _minutes_left(s.forge_cooldown_mins, state.cooling_from("forge"), now),
         "today": state.runs_today if state.day == shanghai_date(now) else 0,
         "max_per_day": s.max_per_day, "failures_in_a_row": state.failures, "breaker": state.breaker,
         "bound_sid": bound, "newest_sid": newest, "bound_is_newest": bound is None or newest is None or bound == newest,
-        "last_outcomes": history.read(s.metrics_log, limit=20), "note": state.note,
+        "last_outcomes": jsonl_log.read(s.metrics_log, limit=20), "note": state.note,
         "refused": standing_refusals(state),
     }
 
@@ -317,7 +327,7 @@ def seed(s: Settings, now: dt.datetime | None = None, by: str = "ombre keeper se
     now = now or dt.datetime.now(dt.timezone.utc)
     state = KeeperState.load(s.keeper_state, now)
     stamp = now.isoformat(timespec="seconds")
-    state.last_diet = state.last_forge = stamp
+    state.seeded = stamp
     state.note = f"seeded by {by} {stamp}: cooldowns start now"
     state.save(s.keeper_state)
     return stamp
@@ -325,7 +335,7 @@ def seed(s: Settings, now: dt.datetime | None = None, by: str = "ombre keeper se
 
 def newest_written(s: Settings) -> str | None:
     """The newest session id a diet, forge or tunnel wrote (from the run log)."""
-    for entry in reversed(history.read(s.history_log, limit=200)):
+    for entry in reversed(jsonl_log.read(s.history_log, limit=200)):
         if entry.get("ok") and entry.get("new_sid"):
             return entry["new_sid"]
     return None

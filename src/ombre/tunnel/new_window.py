@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..files import replace_atomic
 from ..settings import Settings
-from ..window import history
+from .. import jsonl_log
 from ..wire import loads
 from .bridges import send_nudge
 
@@ -65,7 +65,7 @@ def clear(settings: Settings, why: str) -> bool:
     if not path.exists():
         return False
     path.unlink(missing_ok=True)
-    history.append(settings.history_log, {"mode": "new-flag-cleared", "why": why})
+    jsonl_log.append(settings.history_log, {"mode": "new-flag-cleared", "why": why})
     return True
 
 
@@ -78,7 +78,7 @@ def on_session(settings: Settings, current_sid: str | None) -> str | None:
         return None
     if not current_sid or current_sid == flag.old_sid:
         return None
-    written = {e.get("new_sid") for e in history.read(settings.history_log, limit=200)}
+    written = {e.get("new_sid") for e in jsonl_log.read(settings.history_log, limit=200)}
     if current_sid in written:
         clear(settings, f"ombre swapped to {current_sid}")
         return None

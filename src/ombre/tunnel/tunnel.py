@@ -14,13 +14,13 @@ import json
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import BridgeError, OmbreError
 from ..files import replace_atomic
 from ..client import post_json
 from ..settings import Settings
-from ..window import history
+from .. import jsonl_log
 from ..window.diet import DietOptions, run as run_diet
 from ..window.forge import ForgeOptions, ForgeResult, run as run_forge
 from ..window.select import Selector
@@ -29,6 +29,9 @@ from ..wire import loads
 from . import new_window
 from .bridges import Bridge, send_nudge
 from .handoff import prepare, preview
+
+if TYPE_CHECKING:
+    from ..memory.service import MemoryService
 
 Holder = Callable[[str, str], str]  # (handoff text, old sid) → memory id; raises on failure
 NUDGE = "（ombre 接续：刚换了窗口。先 breath(is_session_start=True) 看交接，再顺着刚才的话题自然接着聊；不要提换窗口。）"
@@ -114,16 +117,15 @@ def service_holder(service) -> Holder:
     return hold
 
 
-def memory_holder(settings: Settings) -> Holder:
-    """Hold through the running memory service; if it is down, into the store directly."""
+def memory_holder(settings: Settings, open_service: Callable[[], MemoryService]) -> Holder:
+    """Hold through the running memory service; if it is down, into the store directly (a service that
+    `open_service` opens)."""
     def hold(text: str, old_sid: str) -> str:
         body = _handoff_memory(text, old_sid)
         answer = post_json(settings.memory_url + "/v1/hold", body, token=settings.token, timeout=10)
         if answer is not None and answer.get("stored"):
             return str(answer["id"])
-        from ..memory.service import MemoryService
-
-        service = MemoryService(settings, encoders={})  # vectors follow when the service next warms up
+        service = open_service()
         try:
             return service_holder(service)(text, old_sid)
         finally:
@@ -229,8 +231,7 @@ def _rewrite(settings: Settings, path: Path, options: TunnelOptions, handoff: st
     squash = settings.diet_squash if options.squash is None else options.squash
     if options.mode == "diet":
         result.retain = settings.diet_retain
-        return run_diet(path, DietOptions(retain=settings.diet_retain, squash=squash, dry_run=options.dry_run,
-                                          window=settings.context_window, history=settings.history_log))
+        return run_diet(path, DietOptions.from_settings(settings, squash=squash, dry_run=options.dry_run))
     selector = options.selector or Selector(retain=settings.forge_retain, max_kept=settings.forge_max_kept)
     result.retain = selector.retain
     return run_forge(path, ForgeOptions(selector=selector, squash=squash, inject_text=handoff,
@@ -288,7 +289,7 @@ def rebind(settings: Settings, bridge: Bridge, new_sid: str, projects_dir: Path)
 
 
 def _record(settings: Settings, result: TunnelResult) -> None:
-    history.append(settings.history_log, {
+    jsonl_log.append(settings.history_log, {
         "mode": f"tunnel-{result.mode}",
         "old_sid": result.old_sid, "new_sid": result.new_sid, "ok": result.ok,
         "retain": result.retain,

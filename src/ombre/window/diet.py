@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..settings import Settings
 from .forge import ForgeOptions, ForgeResult, run as run_forge
 from .select import Selector
 
@@ -19,6 +20,15 @@ class DietOptions:
     dry_run: bool = False
     window: int = 200_000
     history: Path | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: object) -> "DietOptions":
+        """Diet as the settings default it (AUTO_FORGE_DIET_RETAIN / _SQUASH, the window, the history log);
+        an override of None keeps the default."""
+        values: dict = {"retain": settings.diet_retain, "squash": settings.diet_squash,
+                        "window": settings.context_window, "history": settings.history_log}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
 
 
 def run(path: Path, options: DietOptions) -> ForgeResult:

@@ -10,19 +10,21 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
+import json
 import statistics
 import time
 import uuid as uuidlib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 
 from ..errors import DiskFullError, LiveSessionError, OmbreError, SelectionError, TranscriptError, UsageError
-from ..transcript.chain import Entry, Transcript, parse_timestamp, scan
+from ..transcript.chain import Entry, Transcript, scan
+from ..clock import parse_timestamp
 from ..transcript.lines import HANDOFF_HEADER  # noqa: F401 — part of forge's surface (tests, demo)
 from ..transcript.reader import Fingerprint
 from ..tokens import context_pct, estimate_block
 from ..transcript.writer import dump_line, write_atomic
-from . import history
+from .. import jsonl_log
 from . import carry
 from .select import Selection, Selector, select, turns
 from .squash import SquashStats, squash_line
@@ -96,13 +98,13 @@ def run(path: Path, options: ForgeOptions) -> ForgeResult:
     except Exception as exc:
         if options.history and not options.dry_run:
             with contextlib.suppress(OSError):  # a full disk must not hide the error being recorded
-                history.append(options.history, history.record(options.mode, Path(path).stem, None, options,
+                jsonl_log.append(options.history, _run_entry(options.mode, Path(path).stem, None, options,
                                                                ok=False, error=str(exc)))
         raise
     result.elapsed_s = round(time.perf_counter() - started, 3)
     if options.history and not options.dry_run:
         try:
-            history.append(options.history, history.record(options.mode, result.source_session,
+            jsonl_log.append(options.history, _run_entry(options.mode, result.source_session,
                                                            result.new_session, options, ok=True, summary=result))
         except OSError as exc:
             # a session the history does not know would be found by nobody (no re-bind, no rollback):
@@ -532,3 +534,23 @@ def _thinking_of(message: dict) -> list[tuple[str, str]]:
         return []
     return [(b.get("thinking") or b.get("data") or "", b.get("signature") or "") for b in content
             if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")]
+
+
+def _run_entry(mode: str, old_sid: str, new_sid: str | None, options: object, *, ok: bool,
+               error: str | None = None, summary: object = None) -> dict:
+    """The history log's line for one writing run: old sid, new sid, mode, options (the handoff text
+    left out: it belongs to the person) and the result."""
+    opts = asdict(options) if is_dataclass(options) else dict(vars(options))
+    opts.pop("inject_text", None)  # the handoff text itself belongs to the person, not to a log
+    opts.pop("history", None)
+    entry = {
+        "mode": mode, "old_sid": old_sid, "new_sid": new_sid, "ok": ok,
+        "options": json.loads(json.dumps(opts, default=str)),
+    }
+    if error:
+        entry["error"] = error
+    if summary is not None:
+        s = asdict(summary)
+        entry["result"] = {k: s[k] for k in ("events_kept", "tokens_kept", "pct_before", "pct_after",
+                                             "new_path", "bytes_after") if k in s}
+    return entry

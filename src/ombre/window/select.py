@@ -13,13 +13,11 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 from typing import Callable
-from zoneinfo import ZoneInfo
 
 from ..errors import SelectionError, UsageError
-from ..settings import SHANGHAI
+from ..clock import SHANGHAI as TZ
 from ..transcript.chain import Entry
 
-TZ = ZoneInfo(SHANGHAI)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InvariantError
-from ..transcript.chain import clip, parse_timestamp, scan
+from ..transcript.chain import clip, scan
+from ..clock import parse_timestamp
 from ..transcript.lines import message_text
 from ..transcript.reader import iter_lines
 

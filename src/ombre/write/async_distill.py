@@ -15,21 +15,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..memory import write_gate
 from ..memory.hold import HoldRequest
 from ..files import replace_atomic
-from ..memory.model import now_utc, shanghai_date
+from ..clock import now_utc, shanghai_date
 from ..memory.service import MemoryService
 from ..settings import Settings
-from ..transcript.chain import parse_timestamp, scan
-from ..window import history
+from ..transcript.chain import scan
+from ..clock import parse_timestamp
+from .. import jsonl_log
 from . import distill_rules
-from .llm import JsonModel, ModelError, OverBudget, from_settings, ledger
+from .llm import JsonModel, ModelError, OverBudget, ledger
 
 DISTILL_LOG_MAX_BYTES = 2_000_000
 TURNS_TRIGGER = 5
@@ -165,7 +164,7 @@ class Distiller:
         raw = self.service.store.meta(self._cursor_key(sid))
         if raw:
             return json.loads(raw)
-        for entry in reversed(history.read(self.settings.history_log, limit=200)):  # a forged session's parent
+        for entry in reversed(jsonl_log.read(self.settings.history_log, limit=200)):  # a forged session's parent
             if entry.get("new_sid") == sid and entry.get("old_sid"):
                 parent = self.service.store.meta(self._cursor_key(entry["old_sid"]))
                 if parent:
@@ -258,7 +257,7 @@ class Distiller:
     def _log(self, result: DistillResult) -> DistillResult:
         if not result.dry_run:
             entry = {k: v for k, v in result.to_dict().items() if k != "candidates"}
-            history.append(self.settings.distill_log, entry, max_bytes=DISTILL_LOG_MAX_BYTES)
+            jsonl_log.append(self.settings.distill_log, entry, max_bytes=DISTILL_LOG_MAX_BYTES)
         return result
 
 
@@ -277,24 +276,10 @@ def status(settings: Settings, service: MemoryService, path: Path | None) -> dic
     report = {"enabled": settings.async_distill, "daily_cap": settings.auto_hold_daily,
               "model": {"backend": settings.llm, **ledger(settings).today()},
               "auto_holds_today": service.store.gate_count(shanghai_date(now_utc()), "auto", write_gate.QUOTA_DECISIONS),
-              "last_outcomes": history.read(settings.distill_log, limit=20)}
+              "last_outcomes": jsonl_log.read(settings.distill_log, limit=20)}
     if path is not None:
         sid, turns = read_turns(path)
         cursor = Distiller(settings, service).cursor(sid)
         report |= {"session": sid, "cursor": cursor,
                    "new_person_turns": len([t for t in _after(turns, cursor) if t.who == "person"]) if cursor else None}
     return report
-
-
-def for_keeper(settings: Settings) -> Callable[[Path, bool], None]:
-    """What the keeper calls each idle pass (runs when due) and right before a forge (forced)."""
-    from .commitment_arbitrate import open_service
-
-    def run(path: Path, force: bool) -> None:
-        service = open_service(settings)
-        try:
-            Distiller(settings, service, from_settings(settings)).run(path, force=force)
-        finally:
-            service.close()
-
-    return run

@@ -134,10 +134,3 @@ def arbiter(settings: Settings, service: MemoryService) -> Callable[[Memory], Ve
         return rules_verdict(new, candidates)
 
     return decide
-
-
-def open_service(settings: Settings, **kwargs: object) -> MemoryService:
-    """The memory service as every adapter (CLI, HTTP, MCP) uses it: with commitment arbitration."""
-    service = MemoryService(settings, **kwargs)
-    service.arbitrate = arbiter(settings, service)
-    return service

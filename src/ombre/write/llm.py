@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import UsageError
-from ..memory.model import now_utc, shanghai_date
+from ..clock import now_utc, shanghai_date
 from ..settings import Settings
-from ..window import history
+from .. import jsonl_log
 from ..wire import loads
 
 LEDGER_MAX_BYTES = 2_000_000
@@ -195,14 +195,14 @@ class Ledger:
 
     def today(self) -> dict:
         day = shanghai_date(now_utc())
-        entries = [e for e in history.read(self.path, limit=10_000) if e.get("day") == day]
+        entries = [e for e in jsonl_log.read(self.path, limit=10_000) if e.get("day") == day]
         calls, tokens = len(entries), sum(int(e.get("tokens_in", 0)) + int(e.get("tokens_out", 0)) for e in entries)
         return {"day": day, "calls": calls, "tokens": tokens, "failed": sum(not e.get("ok") for e in entries),
                 "daily_calls": self.daily_calls, "daily_tokens": self.daily_tokens,
                 "over_cap": calls >= self.daily_calls or tokens >= self.daily_tokens}
 
     def record(self, **entry: object) -> None:
-        history.append(self.path, {"day": shanghai_date(now_utc()), **entry}, max_bytes=LEDGER_MAX_BYTES)
+        jsonl_log.append(self.path, {"day": shanghai_date(now_utc()), **entry}, max_bytes=LEDGER_MAX_BYTES)
 
 
 class Budgeted:

@@ -22,8 +22,8 @@ from ...memory.breath import BreathRequest
 from ...memory.namespaces import Tenants
 from ...memory.service import MemoryService
 from ...settings import Settings
-from ...transcript.chain import parse_timestamp
-from ...window import history
+from ...clock import parse_timestamp
+from ... import jsonl_log
 from . import svg
 from .text import words
 
@@ -103,6 +103,7 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     # -- overview ---------------------------------------------------------------------------------------
     @r.get("", response_class=HTMLResponse)
+    @r.get("/", response_class=HTMLResponse, include_in_schema=False)  # /ui/ as people type it
     def overview(request: Request) -> HTMLResponse:
         from ...transcript.bill import compute
         from ...tunnel import new_window
@@ -237,8 +238,8 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
         from ...window.forge import ForgeOptions, run as run_forge
 
         if values.get("mode") == "diet":
-            return run_diet(path, DietOptions(retain=_int(values.get("retain")) or s.diet_retain,
-                                              squash=s.diet_squash, dry_run=True, window=s.context_window))
+            return run_diet(path, DietOptions.from_settings(s, retain=_int(values.get("retain")) or None,
+                                                                dry_run=True))
         return run_forge(path, ForgeOptions(selector=_selector(values), dry_run=True, window=s.context_window))
 
     @r.get("/sessions/{sid}/plan", response_class=HTMLResponse)
@@ -300,7 +301,7 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
         except OmbreError:
             bridge = None
         status = k.status(s, None, bridge)
-        lines = history.read(s.metrics_log, limit=2_000)
+        lines = jsonl_log.read(s.metrics_log, limit=2_000)
         points = []
         for e in lines:
             at = _when(e.get("at"), zone)
@@ -318,8 +319,8 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
                                                        svg.Rule(s.forge_pct, f"forge {s.forge_pct}%", "forge")],
                             vlines=swaps, label="context %")
         runs = [e for e in lines if e.get("decision") in ("ok", "fail", "trigger", "note")][-40:][::-1]
-        return page(request, "keeper", status=status, checks=doctor.run(s, serve_health=service.health()), plot=plot,
-                    points=len(points), runs=runs, skips=[e for e in lines if e.get("decision") == "skip"][-5:][::-1])
+        checks = doctor.run(s, serve_health=service.health(), serve_url=str(request.base_url).rstrip("/"))
+        return page(request, "keeper", status=status, checks=checks, plot=plot, points=len(points), runs=runs, skips=[e for e in lines if e.get("decision") == "skip"][-5:][::-1])
 
     # -- the bill ---------------------------------------------------------------------------------------
     @r.get("/bill", response_class=HTMLResponse)
@@ -351,8 +352,11 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     def hooks(request: Request) -> HTMLResponse:
         if (refused := owner_only(request)) is not None:
             return refused
-        entries = history.read(s.ombre_home / "hooks.jsonl", limit=300)[::-1]
-        return page(request, "hooks", entries=entries)
+        entries = jsonl_log.read(s.ombre_home / "hooks.jsonl", limit=300)[::-1]
+        ids = sorted({c for e in entries for c in (e.get("cards") or []) + (e.get("pinned") or [])})
+        # the log keeps ids only (no memory text in a log file); the page shows what each card said
+        texts = {i: m.content for i, m in memories_of(request).store.get_many(ids).items()} if ids else {}
+        return page(request, "hooks", entries=entries, texts=texts)
 
     return r
 

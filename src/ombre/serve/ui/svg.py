@@ -39,7 +39,10 @@ def timeline(points: list[Point], *, y_max: float | None = None, hlines: list[Ru
                f'<text x="{PAD_L}" y="34" class="empty">—</text></svg>'
     times = [p.at.timestamp() for p in points] + [v.value for v in vlines]
     t0, t1 = min(times), max(times)
-    span = (t1 - t0) or 1.0
+    if t1 - t0 < 3600:  # one moment (or a few close ones): an hour around it, so the two time labels stand apart
+        mid = (t0 + t1) / 2
+        t0, t1 = mid - 1800, mid + 1800
+    span = t1 - t0
     ys = [p.y for p in points if p.y is not None] + [h.value for h in hlines]
     top = y_max if y_max is not None else (max(ys) if ys else 1.0) * 1.05 or 1.0
     inner_w, inner_h = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B

@@ -1,31 +1,16 @@
-"""The history log: one JSON line per writing run (old sid, new sid, mode, options, result)."""
+"""JSON-lines logs: one JSON object a line, appended whole and read back from the end.
+
+The ground floor under every log Ombre keeps (the window runs' history, the keeper's, the hook's, the
+distiller's, the model ledger), so it imports nothing above the wire format.
+"""
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
-from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
-from ..wire import loads
-
-
-def record(mode: str, old_sid: str, new_sid: str | None, options: object, *, ok: bool,
-           error: str | None = None, summary: object = None) -> dict:
-    opts = asdict(options) if is_dataclass(options) else dict(vars(options))
-    opts.pop("inject_text", None)  # the handoff text itself belongs to the person, not to a log
-    opts.pop("history", None)
-    entry = {
-        "mode": mode, "old_sid": old_sid, "new_sid": new_sid, "ok": ok,
-        "options": json.loads(json.dumps(opts, default=str)),
-    }
-    if error:
-        entry["error"] = error
-    if summary is not None:
-        s = asdict(summary)
-        entry["result"] = {k: s[k] for k in ("events_kept", "tokens_kept", "pct_before", "pct_after",
-                                             "new_path", "bytes_after") if k in s}
-    return entry
+from .wire import loads
 
 
 def append(path: Path, entry: dict, max_bytes: int | None = None) -> dict:
