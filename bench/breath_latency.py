@@ -31,9 +31,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from ombre.clock import iso
 from ombre.memory.embed import SPECS
 from ombre.memory.model import Memory
-from ombre.clock import iso
 from ombre.memory.segment import document
 from ombre.memory.sqlite_store import SQLiteStore
 
@@ -134,6 +134,7 @@ def main() -> None:
                 env, pg = {}, None
                 if backend == "postgresql":
                     import pgserver
+
                     from ombre.memory.postgres_store import PostgresStore
 
                     pg = pgserver.get_server(home / "pg", cleanup_mode="stop")

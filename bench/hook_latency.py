@@ -26,8 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import ombre  # noqa: E402
 from breath_latency import build, corpus, p95  # noqa: E402
+
+import ombre  # noqa: E402
 from ombre.memory.sqlite_store import SQLiteStore  # noqa: E402
 from tests.servers import Server, free_port, ombre_env  # noqa: E402
 from tests.transcript_gen import companion_session  # noqa: E402

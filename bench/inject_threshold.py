@@ -39,13 +39,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import evalsets  # beside this script
 import numpy as np
+from recall_eval import CACHE, NOW, Cached, build_stores
 
 from ombre.memory.breath import E5_ONLY, E5_USE, GATES, USE_ONLY, BreathRequest, Gate, breath, gate_features
 from ombre.memory.embed import E5Embedder, USEEmbedder
-
-import evalsets  # beside this script
-from recall_eval import CACHE, NOW, Cached, build_stores
 
 TARGET = 0.28  # cards per unrelated prompt chosen for on dev (the bound is 0.3: room for new data)
 

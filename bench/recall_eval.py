@@ -39,20 +39,19 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import evalsets  # beside this script
 import numpy as np
 import rjieba
 
+from ombre.clock import iso
 from ombre.memory import breath as breath_mod
 from ombre.memory.breath import E5_TOKENS, FUSION, Adjust, BreathRequest, Fusion, fuse, signals_for
 from ombre.memory.embed import E5Embedder, USEEmbedder, tail
 from ombre.memory.model import Memory
-from ombre.clock import iso
 from ombre.memory.query import Query
 from ombre.memory.segment import document
 from ombre.memory.sqlite_store import SQLiteStore
 from ombre.memory.store import MemoryStore
-
-import evalsets  # beside this script
 
 # where the encoders' vectors are kept between runs (tests point it at a temporary folder)
 CACHE = Path(os.environ.get("OMBRE_BENCH_CACHE") or Path(__file__).resolve().parent / "out" / "cache" / "vectors.pkl")

@@ -13,11 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ombre.app import open_service
 from ombre.memory.breath import BreathRequest
 from ombre.memory.hold import HoldRequest
 from ombre.memory.service import MemoryService
 from ombre.settings import Settings
-from ombre.app import open_service
 from tests.fake_anthropic import FakeAnthropic, Reply
 from tests.fake_openai import FakeOpenAI
 from tests.servers import Server

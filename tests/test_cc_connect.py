@@ -12,10 +12,10 @@ import pytest
 
 from ombre.errors import BridgeError, UsageError
 from ombre.settings import Settings
+from ombre.transcript.sessions import project_dir_name
 from ombre.tunnel import cc_connect
 from ombre.tunnel.bridges import CcConnectBridge, from_settings
 from ombre.tunnel.tunnel import TunnelOptions, run
-from ombre.transcript.sessions import project_dir_name
 from tests.servers import cc_connect_file
 from tests.transcript_gen import SessionBuilder
 

@@ -15,8 +15,10 @@ from ombre.errors import InvariantError
 from ombre.tunnel.handoff import is_question, prepare, preview
 from ombre.window import carry
 from ombre.window.anchors import anchors
-from ombre.window.diet import DietOptions, run as run_diet
-from ombre.window.forge import ForgeOptions, run as run_forge
+from ombre.window.diet import DietOptions
+from ombre.window.diet import run as run_diet
+from ombre.window.forge import ForgeOptions
+from ombre.window.forge import run as run_forge
 from ombre.window.select import EndSpec, Selector
 from ombre.window.verify import Expectation, check_session
 from tests.conftest import sha256

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from ombre import jsonl_log
+from ombre.app import keeper_distill, open_service
 from ombre.settings import Settings
 from ombre.tunnel.keeper import Keeper
-from ombre import jsonl_log
-from ombre.write.async_distill import (Distiller, Turn, mark_started, reads_from, rules_candidates, started,
-                                       status)
-from ombre.app import keeper_distill, open_service
+from ombre.write.async_distill import Distiller, Turn, mark_started, reads_from, rules_candidates, started, status
 from ombre.write.llm import from_settings
 from tests.distill_score import load, score
 from tests.fake_openai import FakeOpenAI
@@ -146,7 +145,8 @@ def test_ten_idle_minutes_trigger_a_run_and_a_forged_session_keeps_its_parents_c
     last = chat.soon - dt.timedelta(minutes=1)
     assert d.run(chat.path, now=last + dt.timedelta(minutes=2)).reason.startswith("not due")
     assert d.run(chat.path, now=last + dt.timedelta(minutes=11)).reason == "idle 10 minutes"
-    from ombre.window.forge import ForgeOptions, run as forge
+    from ombre.window.forge import ForgeOptions
+    from ombre.window.forge import run as forge
 
     forged = forge(chat.path, ForgeOptions(history=settings.history_log))
     result = d.run(Path(forged.new_path), now=last + dt.timedelta(minutes=30))

@@ -9,8 +9,10 @@ import pytest
 from ombre.errors import TranscriptError
 from ombre.transcript.chain import scan
 from ombre.window.anchors import anchors
-from ombre.window.diet import DietOptions, run as run_diet
-from ombre.window.forge import ForgeOptions, run as run_forge
+from ombre.window.diet import DietOptions
+from ombre.window.diet import run as run_diet
+from ombre.window.forge import ForgeOptions
+from ombre.window.forge import run as run_forge
 from ombre.window.select import EndSpec, Selector, local_time, shanghai_day
 from tests.conftest import FIXTURES, fixture_id, fixture_transcripts, install, sha256
 from tests.invariants import assert_new_session_sound

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ombre.errors import LiveSessionError, UsageError
 from ombre import jsonl_log
-from ombre.window.diet import DietOptions, run as run_diet
-from ombre.window.forge import HANDOFF_HEADER, ForgeOptions, run as run_forge
+from ombre.errors import LiveSessionError, UsageError
+from ombre.window.diet import DietOptions
+from ombre.window.diet import run as run_diet
+from ombre.window.forge import HANDOFF_HEADER, ForgeOptions
+from ombre.window.forge import run as run_forge
 from ombre.window.select import Selector
 from ombre.window.squash import squash_line, squash_text
 from tests.conftest import sha256

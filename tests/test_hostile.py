@@ -139,9 +139,10 @@ def test_no_room_for_the_new_session_is_a_clear_error_and_leaves_nothing(tmp_pat
 
 
 def test_a_new_session_the_history_cannot_record_is_taken_back(tmp_path):
+    from pathlib import Path
+
     from ombre.errors import DiskFullError
     from ombre.window import forge
-    from pathlib import Path
 
     path = _session(tmp_path)
     with pytest.raises(DiskFullError, match="removed"):

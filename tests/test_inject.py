@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ombre import jsonl_log
 from ombre.inject import hooks
 from ombre.inject.cards import HEADER, InjectRequest, SessionStartRequest, session_block, turn_block
 from ombre.inject.gateway import last_user_prompt, with_block
@@ -22,7 +23,6 @@ from ombre.memory.hold import HoldRequest
 from ombre.memory.service import MemoryService
 from ombre.settings import Settings
 from ombre.tokens import estimate_text
-from ombre import jsonl_log
 from tests.fake_anthropic import FakeAnthropic
 from tests.servers import OMBRE, Gateway, Server, free_port, ombre_env
 
@@ -488,7 +488,8 @@ def test_a_window_that_opens_with_the_handoff_hears_no_just_now(svc):
 def test_the_session_start_hook_is_skipped_when_the_window_opens_with_the_handoff(served, tmp_path):
     import random
 
-    from ombre.window.forge import ForgeOptions, run as run_forge
+    from ombre.window.forge import ForgeOptions
+    from ombre.window.forge import run as run_forge
     from ombre.window.select import Selector
     from tests.transcript_gen import companion_session
 

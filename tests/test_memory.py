@@ -10,16 +10,16 @@ from collections import Counter
 import pytest
 
 from ombre.app import open_service
+from ombre.clock import SHANGHAI, iso
 from ombre.errors import MemoryInputError
+from ombre.memory import migrations
 from ombre.memory.anniversary import is_anniversary
 from ombre.memory.breath import BreathRequest, rank_factor
 from ombre.memory.embed import E5Embedder
 from ombre.memory.hold import HoldRequest, enrich_pending
 from ombre.memory.model import Memory
-from ombre.clock import SHANGHAI, iso
 from ombre.memory.segment import document
 from ombre.memory.service import MemoryService
-from ombre.memory import migrations
 from ombre.memory.sqlite_store import SQLiteStore
 from ombre.settings import Settings
 
@@ -405,7 +405,6 @@ def test_processes_opening_a_new_store_at_once_each_migrate_it_once(tmp_path):
     column name"; migrations now run one transaction each under the write lock."""
     import subprocess
     import sys
-
     import time
 
     # each process imports first, then waits for the same moment to open: the imports would stagger them

@@ -11,8 +11,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.servers import OMBRE, Server, ombre_env
 from tests.conftest import fresh_database
+from tests.servers import OMBRE, Server, ombre_env
 
 
 def add_namespace(env: dict, name: str) -> str:

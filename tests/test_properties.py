@@ -6,12 +6,15 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ombre.errors import SelectionError, TranscriptError
 from ombre.transcript.chain import scan
-from ombre.window.diet import DietOptions, run as run_diet
-from ombre.window.forge import ForgeOptions, run as run_forge
+from ombre.window.diet import DietOptions
+from ombre.window.diet import run as run_diet
+from ombre.window.forge import ForgeOptions
+from ombre.window.forge import run as run_forge
 from ombre.window.select import EndSpec, Selector
 from tests.conftest import sha256
 from tests.invariants import assert_new_session_sound

@@ -1,4 +1,5 @@
-"""The README cannot drift: its set-up commands are what CI runs, and every option it shows exists."""
+"""The README and the docs cannot drift: the set-up commands are what CI runs, every option they show exists,
+the command reference is the CLI's own help, and the figures are the benches' output."""
 from __future__ import annotations
 
 import re
@@ -10,6 +11,8 @@ from ombre.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+GUIDE = (REPO / "docs" / "guide.md").read_text(encoding="utf-8")
+BENCHMARKS = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
 
 
 def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
@@ -21,17 +24,31 @@ def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
     assert "bash scripts/test" in (REPO / ".ci" / "run").read_text()
 
 
-def test_every_option_the_readme_shows_exists():
+def test_the_readme_stays_short_and_links_what_moved_out():
+    assert len(README.splitlines()) <= 200
+    for doc in ("docs/guide.md", "docs/cli.md", "docs/architecture.md", "docs/benchmarks.md"):
+        assert f"]({doc})" in README and (REPO / doc).exists()
+
+
+def test_the_command_reference_is_the_clis_own_help():
+    import subprocess
+    import sys
+
+    check = subprocess.run([sys.executable, str(REPO / "scripts" / "cli_docs.py"), "--check"], cwd=REPO)
+    assert check.returncode == 0, "docs/cli.md is stale: run `python scripts/cli_docs.py`"
+
+
+def test_every_option_the_docs_show_exists():
     runner = CliRunner()
-    for command, options in re.findall(r"### `ombre ([a-z][\w-]*(?: [a-z][\w-]*)*)([^`]*)`", README):
+    for command, options in re.findall(r"#{2,3} `ombre ([a-z][\w-]*(?: [a-z][\w-]*)*)([^`]*)`", README + GUIDE):
         help_text = runner.invoke(main, [*command.split(), "--help"]).output
         for option in re.findall(r"--[a-z][a-z-]*", options):
-            assert option in help_text, f"README shows `ombre {command} {option}`, which --help lacks"
-    for option in re.findall(r"`(--keep-(?:from|to)-[a-z]+)", README):
+            assert option in help_text, f"the docs show `ombre {command} {option}`, which --help lacks"
+    for option in re.findall(r"`(--keep-(?:from|to)-[a-z]+)", README + GUIDE):
         assert option in runner.invoke(main, ["forge", "--help"]).output
 
 
-def test_bench_figures_in_the_readme_come_from_the_bench_output():
+def test_bench_figures_in_the_docs_come_from_the_bench_output():
     checks = {"forge_speed.txt": r"(payload|chatty) ",
               "recall_eval.txt": r"(memdaily|dialogue|companion|longchat|paraphrase|multisession|hook) +\d", "inject_threshold.txt": r"(both|e5|use) .* [\d.]+$",
               "recall_leave_one_out.txt": r"(memdaily|dialogue|companion|longchat) +held out",
@@ -41,8 +58,8 @@ def test_bench_figures_in_the_readme_come_from_the_bench_output():
         lines = (REPO / "bench" / "out" / name).read_text(encoding="utf-8").splitlines()
         rows = [line for line in lines if re.match(pattern, line)]
         assert rows, name
-        missing = [row for row in rows if row not in README]
-        assert not missing, f"README lacks these lines of bench/out/{name}: {missing}"
+        missing = [row for row in rows if row not in BENCHMARKS]
+        assert not missing, f"docs/benchmarks.md lacks these lines of bench/out/{name}: {missing}"
 
 
 def test_the_chinese_readme_has_the_same_two_setup_commands_and_real_options():

@@ -17,8 +17,19 @@ import pytest
 
 from ombre.app import open_service
 from ombre.inject.gateway import conversation_key, earlier_turns
-from ombre.memory.breath import (E5_USE, FUSION, GATES, NOTHING, USE_ONLY, BreathRequest, Gate, Signals, fuse,
-                                 gate_features, is_relevant)
+from ombre.memory.breath import (
+    E5_USE,
+    FUSION,
+    GATES,
+    NOTHING,
+    USE_ONLY,
+    BreathRequest,
+    Gate,
+    Signals,
+    fuse,
+    gate_features,
+    is_relevant,
+)
 from ombre.memory.embed import USEEmbedder
 from ombre.memory.hold import HoldRequest
 from ombre.memory.query import Query, person_turns

@@ -18,7 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from ombre.cli import main
 from tests.servers import OMBRE, Server, ombre_env

@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.servers import OMBRE, Server, free_port, ombre_env
 
+
 @pytest.fixture
 def server(tmp_path: Path):
     s = Server(tmp_path)

@@ -11,15 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ombre.app import open_service, open_store
+from ombre.clock import iso, now_utc
 from ombre.memory.hold import HoldRequest
 from ombre.memory.model import Memory
-from ombre.clock import iso, now_utc
 from ombre.memory.segment import document, query_terms
-from ombre.app import open_service, open_store
 from ombre.memory.store import GateEntry
 from ombre.settings import Settings
 from tests.conftest import fresh_database
-
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -245,8 +244,8 @@ def test_dates_and_month_days(store):
 
 
 def test_the_memory_service_runs_unchanged_on_either_backend(settings, embedder):
-    from ombre.memory.breath import BreathRequest
     from ombre.app import open_service
+    from ombre.memory.breath import BreathRequest
 
     svc = open_service(settings, embedder=embedder)  # arbitration and recall with real e5 vectors
     try:
@@ -303,8 +302,8 @@ def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, p
     import os
 
     from ombre.memory.breath import BreathRequest, breath
-    from ombre.memory.sqlite_store import SQLiteStore
     from ombre.memory.postgres_store import PostgresStore
+    from ombre.memory.sqlite_store import SQLiteStore
 
     rng = np.random.default_rng(7)
     source = SQLiteStore(tmp_path / "ombre" / "ombre.db")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ombre import jsonl_log
 from ombre.app import holder, open_service
 from ombre.errors import BridgeError
 from ombre.settings import Settings
@@ -22,11 +23,10 @@ from ombre.tunnel.bridges import CcConnectBridge, FileBridge
 from ombre.tunnel.handoff import prepare
 from ombre.tunnel.keeper import Keeper, KeeperState, Reading, decide, status
 from ombre.tunnel.tunnel import TunnelOptions, recover, run
-from ombre import jsonl_log
 from ombre.window.verify import Expectation, verify_session
 from tests.conftest import sha256
-from tests.transcript_gen import SessionBuilder, ascii_text
 from tests.servers import cc_connect_file, free_port
+from tests.transcript_gen import SessionBuilder, ascii_text
 
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.timezone.utc)
 PRIVATE = ["今天好累啊，加班到十点。", "周四下午三点我要去复诊，你记得提醒我。", "我对花生过敏，千万别推荐花生。",
@@ -534,7 +534,8 @@ def test_a_session_ombre_wrote_is_not_taken_for_slash_new(tmp_path, env, project
 
 def run_forge_quietly(path: Path) -> str:
     """A forge by some other route that did not clear the flag (an older ombre, a script)."""
-    from ombre.window.forge import ForgeOptions, run as forge
+    from ombre.window.forge import ForgeOptions
+    from ombre.window.forge import run as forge
     from ombre.window.select import Selector
 
     return forge(path, ForgeOptions(selector=Selector(retain=20_000))).new_session

@@ -1251,8 +1251,8 @@ def keeper_run(settings: Settings, session: str | None, once: bool, interval: in
     """Watch the session; diet at AUTO_FORGE_DIET_PCT, forge at AUTO_FORGE_PCT, when idle, within cooldowns."""
     import time
 
-    from .tunnel.keeper import Keeper
     from .app import holder, keeper_distill
+    from .tunnel.keeper import Keeper
 
     b = _bridge(settings)
     k = Keeper(settings, b, holder(settings), distill=keeper_distill(settings))

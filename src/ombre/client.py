@@ -1,13 +1,20 @@
 """The client side of `ombre serve`: one POST of JSON over loopback HTTP, standard library only.
 
 Used where every import counts (the per-turn hook) and where the memory service is optional (the tunnel's
-hold, the gateway's remote recall): any failure is None, never an exception.
+hold, the gateway's remote recall): any failure is None, never an exception. `via_serve`, for the CLI, is the
+one call that raises, once the service has answered.
 """
 from __future__ import annotations
 
 import json
 import socket
 import time
+from typing import TYPE_CHECKING
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 # A block is a few KB; an answer past this is a broken or hostile service, not memory: stop reading.
 # (Unbounded, a service that never stopped sending cost the hook gigabytes.)
@@ -109,3 +116,38 @@ def health(url: str, timeout: float, token: str | None = None) -> dict | None:
     except (OSError, ValueError, RecursionError):
         return None
     return answer if isinstance(answer, dict) else None
+
+
+def via_serve(settings: Settings, route: str, body: dict) -> dict | None:
+    """Ask a running `ombre serve` on this very store (its models are loaded: no model load per command); None
+    when none answers, and the caller opens the store itself. Unlike the calls above, once the service has
+    answered /health its answer is the answer: a refusal is raised as such, and a lost reply is never retried
+    locally (a hold could land twice)."""
+    import urllib.error
+    import urllib.request
+
+    up = health(settings.memory_url, timeout=0.5, token=settings.token)
+    # ours when it serves this store (the owner is told which), or this namespace to this namespace's token
+    # (which is not told the store); anything else — nothing, another store, a service that says only "ok" —
+    # is not ours to write through
+    ours = up is not None and up.get("namespace") == settings.namespace and (
+        up.get("database") == settings.database_label or "database" not in up and bool(settings.token))
+    if not ours:
+        return None
+    headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {settings.token}"}
+                                                       if settings.token else {})
+    request = urllib.request.Request(settings.memory_url + route, json.dumps(body, ensure_ascii=False).encode(),
+                                     headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            answer = json.loads(exc.read())
+        except ValueError:
+            answer = {}
+        raise UsageError(answer.get("message") or f"ombre serve refused the request ({exc.code})",
+                         hint=answer.get("hint", "")) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"ombre serve did not answer ({exc}); the request may or may not have been carried out",
+                         hint="check with `ombre memories list`, then try again") from None

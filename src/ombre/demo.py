@@ -16,18 +16,20 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from .app import open_service
 from .inject.cards import InjectRequest, turn_block
 from .memory.hold import HoldRequest
 from .settings import Settings
 from .transcript.sessions import newest_session, session_files
 from .transcript.usage import read_usage
-from .window.anchors import anchors
-from .window.diet import DietOptions, run as run_diet
-from .window.forge import ForgeOptions, run as run_forge
 from .tunnel.handoff import prepare
+from .window.anchors import anchors
+from .window.diet import DietOptions
+from .window.diet import run as run_diet
+from .window.forge import ForgeOptions
+from .window.forge import run as run_forge
 from .window.select import Selector
 from .write.async_distill import Distiller
-from .app import open_service
 
 TOOL_HEAVY = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"  # Claude Code 2.1.38: tools, interrupts, three turns
 LONG_TOOLS = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"  # Claude Code 1.0.x: long tool output

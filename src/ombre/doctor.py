@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from . import jsonl_log
 from .errors import OmbreError
 from .settings import Settings
-from . import jsonl_log
 
 BACKUP_MAX_AGE = dt.timedelta(days=2)
 SESSION_MAX_BYTES = 50_000_000  # past this a bound session is carrying unsquashed images or tool output
@@ -207,8 +207,8 @@ def _distill_start(s: Settings) -> Check:
 def _arbitration(s: Settings) -> list[Check]:
     """How the last writes were arbitrated: open contradictions wait for the person; a failed arbitration
     (the model down) wrote memories as 未确认 and says which backend to look at."""
-    from .memory import backup
     from .app import open_store
+    from .memory import backup
 
     if not s.db and (not s.memory_db.exists() or backup.problem(s.memory_db) is not None):
         return []  # the database check says what is wrong

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 
-
 # ASCII density and block framing fitted on the stored usage of the fixture transcripts
 # (bench/calibrate_tokens.py; they are code-heavy, prose runs a little lighter, so we err towards
 # over-counting, the safe side for a window budget). CJK from DESIGN §5 (1–1.5 tokens a character).

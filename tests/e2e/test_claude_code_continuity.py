@@ -16,7 +16,8 @@ import pytest
 
 from ombre.tunnel.handoff import prepare
 from ombre.window.anchors import anchors
-from ombre.window.forge import ForgeOptions, run as run_forge
+from ombre.window.forge import ForgeOptions
+from ombre.window.forge import run as run_forge
 from ombre.window.select import Selector
 from tests.e2e.claude import ClaudeCode
 from tests.fake_anthropic import FakeAnthropic, Reply

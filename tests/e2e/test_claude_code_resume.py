@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ombre.window.diet import DietOptions, run as run_diet
-from ombre.window.forge import ForgeOptions, run as run_forge
+from ombre.window.diet import DietOptions
+from ombre.window.diet import run as run_diet
+from ombre.window.forge import ForgeOptions
+from ombre.window.forge import run as run_forge
 from ombre.window.select import Selector
 from tests.conftest import sha256
 from tests.e2e.claude import ClaudeCode

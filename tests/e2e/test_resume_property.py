@@ -22,8 +22,10 @@ import pytest
 from ombre.errors import OmbreError
 from ombre.transcript.chain import scan
 from ombre.window import carry
-from ombre.window.diet import DietOptions, run as run_diet
-from ombre.window.forge import ForgeOptions, ForgeResult, run as run_forge
+from ombre.window.diet import DietOptions
+from ombre.window.diet import run as run_diet
+from ombre.window.forge import ForgeOptions, ForgeResult
+from ombre.window.forge import run as run_forge
 from ombre.window.select import Selector
 from tests.e2e.claude import ClaudeCode
 from tests.e2e.resume_check import chain_tokens, request_tokens

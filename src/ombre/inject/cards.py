@@ -18,10 +18,10 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .. import wire
+from ..clock import SHANGHAI, iso, now_utc
 from ..memory import anniversary
 from ..memory.breath import BreathRequest, Card, bookkeeping, to_card
 from ..memory.model import HANDOFF_TYPE, Memory
-from ..clock import SHANGHAI, iso, now_utc
 from ..memory.service import MemoryService
 from ..tokens import estimate_text
 

@@ -14,16 +14,16 @@ import datetime as dt
 import json
 import sys
 import time
-from pathlib import Path
 from io import TextIOBase  # not typing.IO: the hook runs every turn, and typing costs ~5 ms to import
+from pathlib import Path
 
+from .. import jsonl_log
 from ..client import post_json
 from ..memory.query import RECENT_TURNS, TURN_CHARS
 from ..settings import Settings
 from ..tokens import estimate_text
 from ..transcript import tail
 from ..transcript.lines import opens_with_handoff
-from .. import jsonl_log
 
 EVENTS = {"user-prompt-submit": "UserPromptSubmit", "session-start": "SessionStart"}
 MAX_CONTEXT_CHARS = 9_500  # Claude Code truncates hook output past 10,000 characters

@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from .model import Memory
 from ..clock import SHANGHAI
+from .model import Memory
 from .store import MemoryStore
 
 ANNIVERSARY_TAGS = ("生日", "纪念日")

@@ -11,10 +11,10 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Mapping
 
+from ..clock import iso
 from .breath import retrieve
 from .embed import Embedder
 from .model import COMMITMENT_TYPES, UNCONFIRMED, Memory
-from ..clock import iso
 from .store import MemoryStore
 
 ACTIONS = ("add", "skip", "overwrite", "merge", "coexist", "contradiction")

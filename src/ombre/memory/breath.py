@@ -17,12 +17,12 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ..clock import SHANGHAI, iso, now_utc
 from ..errors import MemoryInputError, StoreError
 from ..tokens import estimate_text
 from . import anniversary, emotion
 from .embed import ORDER, SPECS, Embedder, tail
 from .model import HANDOFF_TYPE, Memory
-from ..clock import SHANGHAI, iso, now_utc
 from .query import Query
 from .segment import query_terms, script
 from .store import MemoryStore

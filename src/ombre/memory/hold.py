@@ -8,12 +8,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Mapping
 
 from .. import wire
+from ..clock import iso, now_utc, shanghai_date
 from ..errors import MemoryInputError
 from . import arbitration, scarcity, write_gate
 from .arbitration import Verdict
 from .embed import Embedder
 from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory
-from ..clock import iso, now_utc, shanghai_date
 from .segment import document, query_terms
 from .store import GateEntry, MemoryStore
 

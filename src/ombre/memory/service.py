@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from .. import wire
+from ..clock import iso, now_utc, shanghai_date
 from ..errors import MemoryInputError
 from ..files import output_file, replace_atomic
 from ..settings import Settings
@@ -18,10 +19,8 @@ from .breath import BreathRequest, BreathResult, breath
 from .embed import LOADERS, ORDER, Embedder
 from .hold import HoldRequest, HoldResult, enrich, enrich_pending, hold, validate
 from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory
-from ..clock import iso, now_utc, shanghai_date
 from .segment import document
 from .store import GateEntry, MemoryStore
-
 
 MAX_IMPORT_LINE = 100_000  # an exported memory is a few KB (content is capped at OMBRE_MAX_CONTENT_CHARS)
 _EVIDENCE_FIELDS = set(Evidence.__dataclass_fields__)

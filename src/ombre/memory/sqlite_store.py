@@ -17,10 +17,10 @@ import numpy as np
 
 from ..errors import StoreError
 from . import migrations
-from .model import Memory
 from .embed import SPECS
-from .segment import match_expression
+from .model import Memory
 from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, row_values
+from .segment import match_expression
 from .sql_store import SqlStore
 from .store import VectorIndex
 

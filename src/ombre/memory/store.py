@@ -2,8 +2,8 @@
 backend can implement the same protocol without touching hold/breath)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np

@@ -13,11 +13,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from mcp.server.transport_security import TransportSecuritySettings
 
+from ..app import open_service
 from ..errors import OmbreError, StoreError
 from ..inject.cards import InjectRequest, SessionStartRequest, session_block, turn_block
 from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest
-from ..app import open_service
 from ..memory.namespaces import Tenants
 from ..memory.service import MemoryService
 from ..wire import MAX_DEPTH, SAFE_METHODS, allowed_hosts, body_problem, depth_over, misdirected, size_problem

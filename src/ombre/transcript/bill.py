@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from .. import jsonl_log
+from ..clock import parse_timestamp
 from ..errors import UsageError
 from ..settings import Settings
-from .. import jsonl_log
 from ..wire import loads
-from ..clock import parse_timestamp
 
 # (model name prefix, input $/MTok, output $/MTok), first match wins; list prices
 PRICES: tuple[tuple[str, float, float], ...] = (

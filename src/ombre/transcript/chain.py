@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ..clock import parse_timestamp
+from ..tokens import estimate_block, estimate_content, estimate_json, estimate_text, usage_context, window_for
 from .lines import PREVIEW_CHARS, _first_text, is_command_echo, is_real_user, message_text  # noqa: F401 — re-exported
 from .reader import Fingerprint, describe_error, parse_line
 from .writer import dump_line
-from ..tokens import estimate_block, estimate_content, estimate_json, estimate_text, usage_context, window_for
 
 READ_BUFFER = 1 << 20  # lines of tool output and images run to megabytes; small buffers re-copy them
 MESSAGE_TYPES = ("user", "assistant")

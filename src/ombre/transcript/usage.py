@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .chain import scan
 from ..tokens import context_pct
+from .chain import scan
 
 AUTOCOMPACT_MARGIN = 33_000  # Claude Code compacts near window − 33k (≈167k of 200k, the seed's "~83%")
 

@@ -17,22 +17,24 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable
 
+from .. import jsonl_log
+from ..clock import parse_timestamp, shanghai_date
 from ..errors import InvariantError, LiveSessionError, OmbreError, SelectionError, TranscriptError
 from ..files import replace_atomic
-from ..clock import parse_timestamp, shanghai_date
 from ..settings import Settings
 from ..transcript.reader import Fingerprint
+from ..transcript.sessions import find_session
 from ..transcript.usage import used_pct
-from .. import jsonl_log
 from ..wire import loads
 from . import new_window
 from .bridges import Bridge
-from .tunnel import Holder, TunnelOptions, TunnelResult, run as run_tunnel
-
+from .tunnel import Holder, TunnelOptions, TunnelResult
+from .tunnel import run as run_tunnel
 
 METRICS_MAX_BYTES = 5_000_000  # a line every pass: about a month of 30-second passes per generation
 REFUSALS_KEPT = 20
@@ -339,3 +341,36 @@ def newest_written(s: Settings) -> str | None:
         if entry.get("ok") and entry.get("new_sid"):
             return entry["new_sid"]
     return None
+
+
+def reset(s: Settings, now: dt.datetime | None = None) -> None:
+    """Close the breaker (after the person fixed what made the runs fail); cooldowns and counts stay."""
+    state = KeeperState.load(s.keeper_state, now or dt.datetime.now(dt.timezone.utc))
+    state.failures, state.breaker = 0, False
+    state.save(s.keeper_state)
+
+
+def watched(s: Settings, bridge: Bridge | None, session: str | None) -> Path:
+    """The session to watch this pass: the bridge's bound one, else the newest in the given project (a forged
+    successor is newer than what was named)."""
+    if bridge is not None:
+        bound = bridge.bound_sid()
+        if bound:
+            return find_session(bound, s.projects_dir)
+    start = find_session(session, s.projects_dir)
+    return find_session(str(start.parent), s.projects_dir)
+
+
+def run_forever(keeper: Keeper, session: str | None, *, interval: float, once: bool,
+                report: Callable[[dict], None]) -> None:
+    """`ombre keeper run`: a pass every `interval` seconds on the watched session, each outcome reported; an
+    error of one pass is that pass's outcome, and the next pass comes anyway."""
+    while True:
+        try:
+            entry = keeper.tick(watched(keeper.settings, keeper.bridge, session))
+        except OmbreError as exc:
+            entry = {"decision": "skip", "reason": exc.message}
+        report(entry)
+        if once:
+            return
+        time.sleep(interval)

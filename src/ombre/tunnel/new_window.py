@@ -15,10 +15,10 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import jsonl_log
 from ..errors import UsageError
 from ..files import replace_atomic
 from ..settings import Settings
-from .. import jsonl_log
 from ..wire import loads
 from .bridges import send_nudge
 
@@ -67,6 +67,12 @@ def clear(settings: Settings, why: str) -> bool:
     path.unlink(missing_ok=True)
     jsonl_log.append(settings.history_log, {"mode": "new-flag-cleared", "why": why})
     return True
+
+
+def rewritten(settings: Settings, result, what: str) -> None:
+    """A written forge or diet carries the continuation: a /new still awaited must not send a second one."""
+    if not result.dry_run:
+        clear(settings, f"{what} wrote {result.new_session}")
 
 
 def on_session(settings: Settings, current_sid: str | None) -> str | None:

@@ -16,13 +16,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from .. import jsonl_log
+from ..client import post_json
 from ..errors import BridgeError, OmbreError
 from ..files import replace_atomic
-from ..client import post_json
 from ..settings import Settings
-from .. import jsonl_log
-from ..window.diet import DietOptions, run as run_diet
-from ..window.forge import ForgeOptions, ForgeResult, run as run_forge
+from ..window.diet import DietOptions
+from ..window.diet import run as run_diet
+from ..window.forge import ForgeOptions, ForgeResult
+from ..window.forge import run as run_forge
 from ..window.select import Selector
 from ..window.verify import Expectation, verify_session
 from ..wire import loads
@@ -201,8 +203,7 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
     forged = _rewrite(settings, path, options, handoff, result)
     result.forge = asdict(forged)
     result.new_sid = forged.new_session
-    if not options.dry_run:
-        new_window.clear(settings, f"tunnel-{options.mode} wrote {forged.new_session}")
+    new_window.rewritten(settings, forged, f"tunnel-{options.mode}")
     if options.dry_run:
         result.rebind = "dry run" if bridge is not None else "no bridge"
         return result

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..settings import Settings
-from .forge import ForgeOptions, ForgeResult, run as run_forge
+from .forge import ForgeOptions, ForgeResult
+from .forge import run as run_forge
 from .select import Selector
 
 

@@ -17,14 +17,14 @@ import uuid as uuidlib
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 
-from ..errors import DiskFullError, LiveSessionError, OmbreError, SelectionError, TranscriptError, UsageError
-from ..transcript.chain import Entry, Transcript, scan
+from .. import jsonl_log
 from ..clock import parse_timestamp
+from ..errors import DiskFullError, LiveSessionError, OmbreError, SelectionError, TranscriptError, UsageError
+from ..tokens import context_pct, estimate_block
+from ..transcript.chain import Entry, Transcript, scan
 from ..transcript.lines import HANDOFF_HEADER  # noqa: F401 — part of forge's surface (tests, demo)
 from ..transcript.reader import Fingerprint
-from ..tokens import context_pct, estimate_block
 from ..transcript.writer import dump_line, write_atomic
-from .. import jsonl_log
 from . import carry
 from .select import Selection, Selector, select, turns
 from .squash import SquashStats, squash_line

@@ -14,10 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import SelectionError, UsageError
 from ..clock import SHANGHAI as TZ
+from ..errors import SelectionError, UsageError
 from ..transcript.chain import Entry
-
 
 
 @dataclass(frozen=True)

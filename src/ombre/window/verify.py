@@ -5,9 +5,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..clock import parse_timestamp
 from ..errors import InvariantError
 from ..transcript.chain import clip, scan
-from ..clock import parse_timestamp
 from ..transcript.lines import message_text
 from ..transcript.reader import iter_lines
 

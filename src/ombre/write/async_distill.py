@@ -18,15 +18,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .. import jsonl_log
+from ..clock import now_utc, parse_timestamp, shanghai_date
+from ..files import replace_atomic
 from ..memory import write_gate
 from ..memory.hold import HoldRequest
-from ..files import replace_atomic
-from ..clock import now_utc, shanghai_date
 from ..memory.service import MemoryService
 from ..settings import Settings
 from ..transcript.chain import scan
-from ..clock import parse_timestamp
-from .. import jsonl_log
 from . import distill_rules
 from .llm import JsonModel, ModelError, OverBudget, ledger
 

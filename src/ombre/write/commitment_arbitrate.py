@@ -16,8 +16,8 @@ from typing import Callable
 
 from ..memory.arbitration import ACTIONS, NEEDS_TARGET, Verdict, compared_text, related
 from ..memory.model import Memory
-from ..memory.slot import Slot, slot_of, when_of
 from ..memory.service import MemoryService
+from ..memory.slot import Slot, slot_of, when_of
 from ..settings import Settings
 from .llm import JsonModel, ModelError, OverBudget, from_settings
 

@@ -31,9 +31,9 @@ import dataclasses
 import functools
 import json
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Set
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:

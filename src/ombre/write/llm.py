@@ -24,10 +24,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import UsageError
-from ..clock import now_utc, shanghai_date
-from ..settings import Settings
 from .. import jsonl_log
+from ..clock import now_utc, shanghai_date
+from ..errors import UsageError
+from ..settings import Settings
 from ..wire import loads
 
 LEDGER_MAX_BYTES = 2_000_000

@@ -17,13 +17,13 @@ import jinja2
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from ... import jsonl_log
+from ...clock import parse_timestamp
 from ...errors import OmbreError, UsageError
 from ...memory.breath import BreathRequest
 from ...memory.namespaces import Tenants
 from ...memory.service import MemoryService
 from ...settings import Settings
-from ...clock import parse_timestamp
-from ... import jsonl_log
 from . import svg
 from .text import words
 
@@ -234,8 +234,10 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     def _plan(path: Path, values: dict[str, str]):
         """The dry run the range picker shows: the same call as `ombre forge|diet --dry-run` with that range."""
-        from ...window.diet import DietOptions, run as run_diet
-        from ...window.forge import ForgeOptions, run as run_forge
+        from ...window.diet import DietOptions
+        from ...window.diet import run as run_diet
+        from ...window.forge import ForgeOptions
+        from ...window.forge import run as run_forge
 
         if values.get("mode") == "diet":
             return run_diet(path, DietOptions.from_settings(s, retain=_int(values.get("retain")) or None,
