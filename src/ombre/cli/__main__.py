@@ -1,0 +1,4 @@
+"""`python -m ombre.cli`: the same command as the `ombre` executable."""
+from . import main
+
+main()
