@@ -1,4 +1,4 @@
-"""Replay a long companion chat against Anthropic's prompt-cache billing (DESIGN §2, §6; seed §1.1).
+"""Replay a long companion chat against Anthropic's prompt-cache billing.
 
 The chat is generated (fixed seed): hundreds of person turns over about ten days, Chinese-sized messages,
 tool calls with long output on some turns, and idle gaps from seconds to a night. Each request is the

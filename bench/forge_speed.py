@@ -1,4 +1,4 @@
-"""diet and forge on a generated big transcript, against merely parsing its lines (DESIGN §6 targets:
+"""diet and forge on a generated big transcript, against merely parsing its lines (targets:
 ≤ 2× parse time; peak memory flat in file size).
 
     python bench/forge_speed.py [--mb 100] [--keep DIR]

@@ -1,4 +1,4 @@
-"""UserPromptSubmit hook latency, from process start to output (DESIGN §6: p95 ≤ 150 ms with the service up).
+"""UserPromptSubmit hook latency, from process start to output (p95 ≤ 150 ms with the service up).
 
 A real `ombre serve` holds MemDaily messages in a temporary OMBRE_HOME (as bench/breath_latency.py builds
 them: both encoders' vectors random, which does not change what a query costs); the hook is started as

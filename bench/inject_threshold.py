@@ -14,13 +14,13 @@ turns before them where the set has them:
 - longchat: English long chats, each question against its own person's store and another person's.
 For every prompt breath runs as the hook calls it (the prompt and the recent turns), once with both
 encoders and once with USE alone (the hook's fast path when e5 would not fit its deadline); its five best
-cards are "shown" when they pass the gate (breath.Gate: a weighted sum of the card's evidence,
-breath.gate_features, against one bar for the answer's first card and another for the cards after it).
+cards are "shown" when they pass the gate (fusion.Gate: a weighted sum of the card's evidence,
+fusion.gate_features, against one bar for the answer's first card and another for the cards after it).
 
 `--tune` fits, on dev, each gate's weights (a logistic regression: a gold card of a related turn against
 any card of an unrelated turn, each set weighing the same) and then its two bars together: the most gold
 shown (mean over the sets) with at most TARGET cards per unrelated prompt on every set, all cards
-counted. It prints the gates as breath.GATES spells them. The test split is reported with the gates in
+counted. It prints the gates as fusion.GATES spells them. The test split is reported with the gates in
 use: both encoders (the hook), the first card alone, e5 alone (a memory without its USE vector), and USE
 alone as the fast path runs it: precision (shown cards that are gold), gold shown (gold memories shown, of
 those the prompts have), and cards per related, unrelated and own turn.
@@ -43,8 +43,9 @@ import evalsets  # beside this script
 import numpy as np
 from recall_eval import CACHE, NOW, Cached, build_stores
 
-from ombre.memory.breath import E5_ONLY, E5_USE, GATES, USE_ONLY, BreathRequest, Gate, breath, gate_features
+from ombre.memory.breath import BreathRequest, breath
 from ombre.memory.embed import E5Embedder, USEEmbedder
+from ombre.memory.fusion import E5_ONLY, E5_USE, GATES, USE_ONLY, Gate, gate_features
 
 TARGET = 0.28  # cards per unrelated prompt chosen for on dev (the bound is 0.3: room for new data)
 
@@ -100,7 +101,7 @@ def collect(cases_, stores, encoders) -> list[dict]:
     return rows
 
 
-# The gates fitted (breath.GATES): each reads the features of the encoders it is for, from the rows of the
+# The gates fitted (fusion.GATES): each reads the features of the encoders it is for, from the rows of the
 # mode that runs them, with or without what says how far a card stands out of its store
 FITS = [("both", ("e5", "use")), ("both", ("e5",)), ("use", ("use",))]
 

@@ -6,7 +6,7 @@ and over the person's recent turns; e5 and USE over each query form), so each si
 fusion settings are then chosen on the dev split only (`--tune`: coordinate search over the reciprocal-rank
 weights; objective the fused ranking's worst lead over its best single part, R@1 and R@5 on each set, plus
 half the mean of R@1 and R@5 over the sets), and the test split is reported with the
-settings in use (breath.FUSION), beside every single signal, each encoder over its forms, and two plain
+settings in use (fusion.FUSION), beside every single signal, each encoder over its forms, and two plain
 baselines (jieba-word BM25, e5 of the whole latest utterance). A last table shows what importance,
 activation, decay and emotion cost in recall when memories carry random values of them.
 
@@ -45,11 +45,13 @@ import rjieba
 
 from ombre.clock import iso
 from ombre.memory import breath as breath_mod
-from ombre.memory.breath import E5_TOKENS, FUSION, Adjust, BreathRequest, Fusion, fuse, signals_for
+from ombre.memory.breath import Adjust, BreathRequest
 from ombre.memory.embed import E5Embedder, USEEmbedder, tail
+from ombre.memory.fusion import FUSION, Fusion, fuse
 from ombre.memory.model import Memory
 from ombre.memory.query import Query
 from ombre.memory.segment import document
+from ombre.memory.signals import E5_TOKENS, signals_for
 from ombre.memory.sqlite_store import SQLiteStore
 from ombre.memory.store import MemoryStore
 
@@ -156,7 +158,7 @@ def jieba_words(text: str) -> list[str]:
 
 
 def gather(sets, stores, encoders, jieba_stores) -> dict[str, list[dict]]:
-    """Per case: the production signals (breath.signals_for), and the rankings that only serve as
+    """Per case: the production signals (signals.signals_for), and the rankings that only serve as
     comparisons: e5 over the latest words where breath embeds the recent turns instead, and the plain
     baselines."""
     out: dict[str, list[dict]] = {}
@@ -422,7 +424,7 @@ def postgres(stack: contextlib.ExitStack) -> str:
 
 def compare(per_backend: dict[str, dict[str, list[dict]]]) -> None:
     """Every ranking the report shows, on both backends, whole sets (dev and test): the same recall within
-    0.01 is issue #19's bar."""
+    0.01 is the bar."""
     (a, rows_a), (b, rows_b) = per_backend.items()
     columns = [(s, lambda r, s=s: r["rank"].get(s, [])) for s in SIGNALS] + [("fused", fused_order(FUSION))]
     print(f"\nR@1 / R@5, {a} → {b}, whole sets")

@@ -70,7 +70,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"the shared fixtures are missing: {FIXTURES} (set OMBRE_SHARED)")
 
 
-# -- PostgreSQL for the store tests (issue #19): a real server from the pgserver package -------------------
+# -- PostgreSQL for the store tests: a real server from the pgserver package -------------------
 _databases = itertools.count()
 
 

@@ -1,5 +1,5 @@
 """Scoring distillation on labelled chat snippets: the 64 written with the first rules
-(tests/data/distill_labelled.jsonl) and the sets written later, blind to the rules, for issue #15
+(tests/data/distill_labelled.jsonl) and the sets written later, blind to the rules
 (bench/data/distill_set_*.jsonl). A candidate is right when its quote and an expected quote contain one
 another; precision is the share of candidates that are right, recall the share of expected items captured.
 Also checks the two rules that admit no exception: every quote is in the person's own turns, none comes

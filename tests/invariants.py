@@ -1,4 +1,4 @@
-"""Independent checks of DESIGN §2 on a rewritten session, written apart from ombre's own verifier
+"""Independent checks of the rewrite guarantees (docs/architecture.md) on a rewritten session, written apart from ombre's own verifier
 so that a bug shared by both cannot hide."""
 from __future__ import annotations
 

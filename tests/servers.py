@@ -1,5 +1,5 @@
 """Real Ombre processes on 127.0.0.1 for tests (`ombre serve`, the free ports they need) and the bridge state
-files they re-bind (cc-connect's session file, in the shape DESIGN §3 gives)."""
+files they re-bind (cc-connect's session file, in the shape it writes)."""
 from __future__ import annotations
 
 import json

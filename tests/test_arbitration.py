@@ -1,4 +1,4 @@
-"""Commitment arbitration (seed §8.2, §8.4; issue #6): the seed's four cases with the rules backend and with
+"""Commitment arbitration: the seed's four cases with the rules backend and with
 a model behind fakes that speak the real Anthropic and OpenAI wire formats on 127.0.0.1."""
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_an_unrelated_change_word_does_not_replace_a_commitment(rules):
     assert spicy.arbitration["action"] == "add" and rules.store.get(call.id).current
 
 
-# -- slots (issue #15): only the same subject and activity can conflict ----------------------------------
+# -- slots: only the same subject and activity can conflict ----------------------------------
 def test_two_unrelated_commitments_coexist_without_a_mark(rules):
     run = hold(rules, "每周日早上陪她晨跑", type="承诺", quote="以后每周日早上都陪我晨跑")
     film = hold(rules, "周六下午陪她去看电影", type="承诺", quote="周六下午陪我去看电影好不好")
@@ -285,7 +285,7 @@ def test_memories_trace_shows_what_replaced_a_memory(tmp_path):
     assert "这周改成周四吧" in out.stdout and f"replaced by {new['id']}" in out.stdout
 
 
-# -- over HTTP (seed §14: never two truths) ----------------------------------------------------------------
+# -- over HTTP (never two truths) ----------------------------------------------------------------
 def test_two_exclusive_commitments_over_http_leave_a_trace_not_two_truths(tmp_path):
     server = Server(tmp_path)
     try:

@@ -1,4 +1,4 @@
-"""Backups of the memory database (issue #17 item 4): a consistent copy while writers hold, restore that
+"""Backups of the memory database: a consistent copy while writers hold, restore that
 checks first and keeps the current database aside, the daily rule, and a damaged database at start naming
 the newest good backup."""
 from __future__ import annotations

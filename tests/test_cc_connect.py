@@ -1,6 +1,6 @@
-"""cc-connect as it really is (issue #17 item 6): where its session file is, where it looks for the transcript
+"""cc-connect as it really is: where its session file is, where it looks for the transcript
 before resuming, and refusing a re-bind it would turn into a fresh start. Files are of the shapes and names
-cc-connect writes (DESIGN §3); the sessions are generated transcripts whose recorded cwd is the work dir."""
+cc-connect writes; the sessions are generated transcripts whose recorded cwd is the work dir."""
 from __future__ import annotations
 
 import hashlib

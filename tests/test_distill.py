@@ -1,4 +1,4 @@
-"""Async distillation (seed §8.1; issue #6): the labelled snippets, the cursor, the triggers, the model
+"""Async distillation: the labelled snippets, the cursor, the triggers, the model
 backend behind a fake that speaks OpenAI's wire format, and its failures."""
 from __future__ import annotations
 
@@ -328,7 +328,7 @@ def test_an_english_contraction_is_not_read_as_a_question(tmp_path):
     assert rules_candidates([Turn("person", "can you eat shellfish", "u0")], examples) == []
 
 
-# -- the first session after install is read from its start (issue #29 item 6) -------------------------------
+# -- the first session after install is read from its start -------------------------------
 def test_a_session_begun_after_ombre_started_is_read_from_its_start(setup):
     settings, service, chat = setup
     mark_started(settings, now=dt.datetime(2026, 8, 3, 0, 0, tzinfo=dt.timezone.utc))  # `ombre install claude-code`

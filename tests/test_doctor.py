@@ -1,4 +1,4 @@
-"""`ombre doctor` (issue #17 item 1) on a broken set-up (each check says what to do; --fix does the safe ones)
+"""`ombre doctor` on a broken set-up (each check says what to do; --fix does the safe ones)
 and on a healthy one (a real `ombre serve`, the hooks installed, the keeper seeded, a backup)."""
 from __future__ import annotations
 

@@ -127,7 +127,7 @@ def test_forge_range_by_uuid_and_ts(src: Path, claude_home: Path):
 
 @pytest.mark.parametrize("src", USABLE, ids=fixture_id)
 def test_forge_range_by_idx_matches_anchor_idx(src: Path, claude_home: Path):
-    """seed §6.3: the idx anchors shows is the idx forge cuts at."""
+    """The idx anchors shows is the idx forge cuts at."""
     path = install(src, claude_home)
     listed = anchors(path, limit=0)
     if not listed:

@@ -1,4 +1,4 @@
-"""Fuzzing the transcript layer (issue #16 item 5): 360 seeded mutations of real Claude Code transcripts
+"""Fuzzing the transcript layer: 360 seeded mutations of real Claude Code transcripts
 (../shared/fixtures) and a generated one — non-object messages, missing or mistyped keys, wrong content
 types, lone surrogates, NaN and huge numbers, cut, doubled and swapped lines — through diet, forge (dry and
 real) and the usage reader. Each may refuse with an OmbreError that says what is wrong; none may raise

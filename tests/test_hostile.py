@@ -1,4 +1,4 @@
-"""Hostile and broken input (issue #16 item 5): what cannot be text or a number is the sender's mistake,
+"""Hostile and broken input: what cannot be text or a number is the sender's mistake,
 answered 422 with what was wrong — over a real `ombre serve`, from the CLI and from the library — never a
 500 or a traceback, and nothing is written."""
 from __future__ import annotations
@@ -110,7 +110,7 @@ def test_the_hook_client_stops_reading_a_never_ending_answer():
     assert sum(sent) < 10 * MAX_ANSWER_BYTES  # it hung up soon after the cap, not at the sender's end
 
 
-# -- a full disk (issue #16 item 5) -------------------------------------------------------------------------
+# -- a full disk -------------------------------------------------------------------------
 def _session(tmp_path):
     import random
 

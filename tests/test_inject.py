@@ -459,7 +459,7 @@ def test_the_hook_client_reads_every_form_of_service_address():
     assert host_port("[::1]") == ("::1", 80)
 
 
-# -- after a swap the handoff reaches the model once (issue #29 item 7) ------------------------------------
+# -- after a swap the handoff reaches the model once ------------------------------------
 def test_a_handoff_memory_is_never_a_per_turn_card(svc):
     hold(svc, "话题：论文进度和桂花乌龙；对方状态：有点累", type="会话交接", tags=["会话交接", "forge"],
          now=NOW - dt.timedelta(days=3))

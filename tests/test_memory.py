@@ -1,5 +1,5 @@
 """The memory service on a real SQLite file with the real bundled embedding model: hold, breath,
-write_gate, scarcity, red lines, commitments, anniversaries, evidence (seed §7–9)."""
+write_gate, scarcity, red lines, commitments, anniversaries, evidence."""
 from __future__ import annotations
 
 import datetime as dt

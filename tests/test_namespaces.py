@@ -1,4 +1,4 @@
-"""Namespaces over the wire (issue #19 item 2): one `ombre serve`, two people, a token each; no request ever
+"""Namespaces over the wire: one `ombre serve`, two people, a token each; no request ever
 reads or writes the other's memories, over HTTP, MCP or the dashboard. Run on SQLite and on PostgreSQL."""
 from __future__ import annotations
 

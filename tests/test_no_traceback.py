@@ -1,4 +1,4 @@
-"""No tracebacks (issue #17 item 7): every command, run the way a person might get it wrong — a bad value in a
+"""No tracebacks: every command, run the way a person might get it wrong — a bad value in a
 setting, an OMBRE_HOME that cannot be a folder, an export path that cannot be written — answers with the
 one-line message and hint, never a Python traceback."""
 from __future__ import annotations

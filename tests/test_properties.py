@@ -1,5 +1,5 @@
 """Property-based tests on generated transcripts: whatever the shape, the rebuilt chain is the intended one
-and every rewrite holds DESIGN §2."""
+and every rewrite holds its guarantees (docs/architecture.md)."""
 from __future__ import annotations
 
 import random
@@ -31,8 +31,8 @@ shapes = st.fixed_dictionaries({
     "legacy_progress": st.booleans(),
     "days": st.integers(1, 3),
     "thinking": st.booleans(),
-    "spanning": st.booleans(),  # issue #16 shape (a): a message id that spans a tool result
-    # issue #29: responses streamed in batches (a message id continuing after results, results in any
+    "spanning": st.booleans(),  # a message id that spans a tool result
+    # responses streamed in batches (a message id continuing after results, results in any
     # order hanging off their own calls or off progress lines), task notifications, hook attachments
     "streamed": st.booleans(),
     "notes": st.booleans(),

@@ -17,23 +17,13 @@ import pytest
 
 from ombre.app import open_service
 from ombre.inject.gateway import conversation_key, earlier_turns
-from ombre.memory.breath import (
-    E5_USE,
-    FUSION,
-    GATES,
-    NOTHING,
-    USE_ONLY,
-    BreathRequest,
-    Gate,
-    Signals,
-    fuse,
-    gate_features,
-    is_relevant,
-)
+from ombre.memory.breath import NOTHING, BreathRequest
 from ombre.memory.embed import USEEmbedder
+from ombre.memory.fusion import E5_USE, FUSION, GATES, USE_ONLY, Gate, fuse, gate_features, is_relevant
 from ombre.memory.hold import HoldRequest
 from ombre.memory.query import Query, person_turns
 from ombre.memory.service import MemoryService
+from ombre.memory.signals import Signals
 from ombre.serve.mcp import build_mcp
 from ombre.settings import Settings
 from ombre.transcript import tail
@@ -433,8 +423,8 @@ def test_an_english_query_weighs_each_family_of_signals_by_its_latin_weight():
 
 def test_in_a_store_of_three_memories_nothing_stands_out_by_lift(svc):
     """A store's mean over three memories is mostly those memories: one of them would "stand out" of it for
-    any question, so there only the cosine gates vouch (breath.LIFT_FROM)."""
-    from ombre.memory.breath import LIFT_FROM
+    any question, so there only the cosine gates vouch (fusion.LIFT_FROM)."""
+    from ombre.memory.fusion import LIFT_FROM
 
     for text in ("她的猫叫团子", "她对芒果过敏", "她在学游泳"):
         hold(svc, text)
@@ -450,9 +440,9 @@ def test_e5_reads_the_latest_words_and_the_recent_turns_when_both_fit():
     before it: e5 embeds both forms, and only the widest when the deadline leaves room for one."""
     import time as time_module
 
-    from ombre.memory.breath import DEADLINE_RESERVE_MS, E5_TOKENS, _plan
     from ombre.memory.embed import E5
     from ombre.memory.query import Query
+    from ombre.memory.signals import DEADLINE_RESERVE_MS, E5_TOKENS, _plan
 
     class Characters:  # an encoder whose tokens are characters (the plan needs only the count)
         def tokens(self, text: str) -> int:
@@ -474,8 +464,8 @@ def test_e5_reads_the_latest_words_and_the_recent_turns_when_both_fit():
 def test_a_latest_message_as_long_as_e5s_cut_is_embedded_once(svc, embedder):
     """Its recent form is the same text (the last 64 tokens are its own): embedded once, counted once in
     the deadline's estimate, and both forms' rankings are kept."""
-    from ombre.memory.breath import E5_TOKENS, _plan, signals_for
     from ombre.memory.query import Query
+    from ombre.memory.signals import E5_TOKENS, _plan, signals_for
 
     class Counting:  # the real e5, counting the texts it is asked to embed
         spec = embedder.spec

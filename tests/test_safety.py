@@ -1,4 +1,4 @@
-"""Safe by default (issue #30): closed to other sites' names and origins and to other people, no 500 or
+"""Safe by default: closed to other sites' names and origins and to other people, no 500 or
 traceback on any input, no file command that can lose data.
 
 Over real `ombre serve` processes: the default set-up (loopback, no token), and one with an owner token and a

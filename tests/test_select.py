@@ -1,4 +1,4 @@
-"""Choosing what a new window keeps (seed §6): retain, keep-days, ranges by idx/uuid/ts, max-kept."""
+"""Choosing what a new window keeps: retain, keep-days, ranges by idx/uuid/ts, max-kept."""
 from __future__ import annotations
 
 import datetime as dt

@@ -35,7 +35,7 @@ def test_http_hold_breath_get_and_health(server):
     assert httpx.get(f"{server.url}/v1/memories/nope").status_code == 404
     health = httpx.get(server.url + "/health").json()
     assert health["status"] == "ok" and health["memories"] == 1
-    # issue #17 item 8: what a person looks for when something seems off
+    # what a person looks for when something seems off
     assert health["version"] and health["backend"] == "sqlite" and health["database"].endswith("ombre.db")
     for _ in range(50):  # serve takes the day's backup at start, beside serving
         if health["last_backup"]:
@@ -144,7 +144,7 @@ def test_hold_and_breath_use_a_running_serve_on_the_same_database(tmp_path):
         cli = lambda *a, **e: subprocess.run([sys.executable, "-m", "ombre.cli", *a],  # noqa: E731
                                              env={**ombre_env(tmp_path, OMBRE_URL=server.url), **e},
                                              capture_output=True, text=True, timeout=120)
-        # without the token the service says only that it is up (issue #30), not which store it serves: the CLI
+        # without the token the service says only that it is up, not which store it serves: the CLI
         # uses the store itself, as with no service (it has the file, so the token guards nothing from it)
         direct = cli("hold", "她每周三去游泳", "--quote", "我每周三去游泳")
         assert direct.returncode == 0, direct.stderr

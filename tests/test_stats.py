@@ -1,4 +1,4 @@
-"""`ombre stats` (issue #18 item 5) on the real fixture transcripts, recounted here independently: every
+"""`ombre stats` on the real fixture transcripts, recounted here independently: every
 assistant reply's stored usage once per message id, per Shanghai day."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The store protocol on both backends (issue #19): the embedded SQLite file and PostgreSQL + pgvector, the
+"""The store protocol on both backends: the embedded SQLite file and PostgreSQL + pgvector, the
 latter a real PostgreSQL 16 started by the `pgserver` package (no server to set up by hand). The same
 calls give the same answers; the memory service runs unchanged on either."""
 from __future__ import annotations
@@ -99,7 +99,7 @@ def test_english_keywords_meet_as_stems_without_function_words(store):
 
 
 def test_an_older_store_is_indexed_again_with_stems(settings):
-    """The keys changed (issue #31): a store written before is re-indexed by a migration, on either backend."""
+    """The keys changed: a store written before is re-indexed by a migration, on either backend."""
     s = open_store(settings)
     raw = " ".join(w.lower() for w in ENGLISH[1].replace(",", "").split())  # how the words were indexed before
     s.add(memory("old", ENGLISH[1]), (raw, ""))

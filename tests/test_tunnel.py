@@ -1,6 +1,6 @@
-"""The tunnel, the bridges and the keeper on generated sessions (seed §4, §10, §14; issue #5).
+"""The tunnel, the bridges and the keeper on generated sessions.
 
-Bridges are real files of the shapes DESIGN §3 gives, with stop/start commands that are real shell
+Bridges are real files of the shapes the bridges write, with stop/start commands that are real shell
 commands keeping a "running" flag; the memory side is a real SQLite store (or a broken one).
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ def heavy_session(folder: Path, used: int, *, turns: int = 24, seed: int = 1) ->
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    # no CLAUDE_CONFIG_DIR: cc-connect looks for sessions under $HOME/.claude only (DESIGN §3)
+    # no CLAUDE_CONFIG_DIR: cc-connect looks for sessions under $HOME/.claude only
     return {"HOME": str(tmp_path),
             "OMBRE_HOME": str(tmp_path / "ombre"), "OMBRE_URL": f"http://127.0.0.1:{free_port()}"}
 
@@ -82,7 +82,7 @@ def texts(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-# -- seed §14: the acceptance script ------------------------------------------------------------------
+# -- the acceptance script ------------------------------------------------------------------
 def test_tool_output_at_60_percent_diets_and_the_dialogue_is_still_there(tmp_path, env, project):
     path = heavy_session(project, used=120_000)
     settings = Settings.from_env(env)
@@ -450,7 +450,7 @@ def test_backups_and_logs_do_not_grow_without_end(tmp_path, env, project):
 
 
 def test_keeper_seed_then_a_pass_over_the_forge_line_must_skip(tmp_path, env, project):
-    """Issue #17 item 2 (seed §5): after `ombre keeper seed`, a session past the forge threshold is left
+    """Issue #17 item 2: after `ombre keeper seed`, a session past the forge threshold is left
     alone until the cooldowns pass — the keeper cannot fire right after a deploy."""
     path = heavy_session(project, used=150_000)
     out = ombre(["keeper", "seed", "--json"], env)
@@ -468,7 +468,7 @@ def test_keeper_seed_then_a_pass_over_the_forge_line_must_skip(tmp_path, env, pr
     assert sorted(p.name for p in project.glob("*.jsonl")) == [path.name]  # nothing was forged
 
 
-# -- the /new path (issue #17 item 5) ----------------------------------------------------------------------
+# -- the /new path ----------------------------------------------------------------------
 def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ombre.cli", *args], capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=120)

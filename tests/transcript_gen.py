@@ -353,7 +353,7 @@ def companion_session(rng: random.Random, turns: int = 12, *, tool_every: int = 
 
 def long_agentic_turn(rng: random.Random, *, compacted: bool, **builder: object) -> SessionBuilder:
     """One long agentic turn: a person's request, twenty rounds of tool calls with long output, a reply. With
-    `compacted`, issue #16's shape (b): the chain starts at a compaction summary and no person message follows."""
+    `compacted`: the chain starts at a compaction summary and no person message follows."""
     b = SessionBuilder(rng, **builder)
     b.metadata()
     if compacted:

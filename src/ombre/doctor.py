@@ -1,4 +1,4 @@
-"""`ombre doctor`: seed §11.4's checklist as one command (issue #17 item 1).
+"""`ombre doctor`: the set-up's checklist as one command.
 
 Each check reads what the other commands already keep — the memory service's /health, the install plan, the
 bridge and keeper state, the run and distillation logs, the database and its backups — and says, when it

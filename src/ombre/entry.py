@@ -1,7 +1,7 @@
 """The `ombre` executable.
 
 Claude Code starts `ombre hook EVENT` on every turn, so that one path skips the command-line framework and
-imports only the hook module (DESIGN §6: p95 ≤ 150 ms from process start to output); everything else,
+imports only the hook module (p95 ≤ 150 ms from process start to output); everything else,
 `ombre hook --help` included, goes to the click CLI in cli.py.
 """
 from __future__ import annotations

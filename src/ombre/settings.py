@@ -1,6 +1,6 @@
 """One frozen settings object, read from the environment once and passed down.
 
-Names and defaults follow the seed (§10, §16); nothing below this module reads `os.environ`.
+Names and defaults follow the seed; nothing below this module reads `os.environ`.
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class Settings:
     extra_types: tuple[str, ...] = ()
     use_vectors: bool = True  # OMBRE_VECTORS=0: keywords only, for machines too slow for the models
     encoders: tuple[str, ...] = ("e5", "use")  # OMBRE_ENCODERS: which bundled encoders recall uses
-    # dual-zone injection (seed §9.1): the per-turn block's budgets, and where the memory service listens
+    # dual-zone injection: the per-turn block's budgets, and where the memory service listens
     memory_url: str = "http://127.0.0.1:8765"
     token: str | None = None
     inject_max_cards: int = 5
@@ -152,7 +152,7 @@ class Settings:
     cc_connect_config: Path | None = None
     bridge_project: str | None = None
     bridge_work_dir: Path | None = None
-    # the keeper (seed §10): a band below each threshold that must be crossed before it fires again, and a
+    # the keeper: a band below each threshold that must be crossed before it fires again, and a
     # breaker that stops automatic runs after this many failures in a row
     hysteresis_pct: int = 3
     max_failures: int = 3

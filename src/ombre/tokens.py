@@ -9,7 +9,7 @@ import math
 
 # ASCII density and block framing fitted on the stored usage of the fixture transcripts
 # (bench/calibrate_tokens.py; they are code-heavy, prose runs a little lighter, so we err towards
-# over-counting, the safe side for a window budget). CJK from DESIGN §5 (1–1.5 tokens a character).
+# over-counting, the safe side for a window budget). CJK at 1–1.5 tokens a character.
 ASCII_CHARS_PER_TOKEN = 3.0
 WIDE_TOKENS_PER_CHAR = 1.3
 IMAGE_TOKENS = 2_000

@@ -1,4 +1,4 @@
-"""What the real Claude Code CLI sends on `--resume`, set against the chain ombre rebuilds (issue #29 item 4).
+"""What the real Claude Code CLI sends on `--resume`, set against the chain ombre rebuilds.
 
 Both sides are reduced to the blocks that identify a conversation — the person's and the assistant's text,
 thinking (by signature), tool calls and results (by id), images — each with the role of the API message it

@@ -1,4 +1,4 @@
-"""A stand-in for cc-connect (which cannot be installed here, DESIGN §3) that behaves as its source does
+"""A stand-in for cc-connect (which cannot be installed here) that behaves as its source does
 (chenhg5/cc-connect at 3727b74), for the parts a re-bind depends on. It is a port written from that source,
 not from Ombre: it must catch Ombre's mistakes, so it shares no code with it.
 

@@ -1,4 +1,4 @@
-"""End to end against a cc-connect that behaves as its source does (issue #17 items 5 and 6).
+"""End to end against a cc-connect that behaves as its source does.
 
 The stand-in (standin_cc_connect.py) runs the real Claude Code CLI as one long-lived stream-json process per
 conversation, keeps its session file the way cc-connect does (read once, rewritten whole on every save) and

@@ -1,4 +1,4 @@
-"""End to end: a forge cut inside a long turn after a real compaction keeps what the model knows (issue #29).
+"""End to end: a forge cut inside a long turn after a real compaction keeps what the model knows.
 
 The real Claude Code CLI runs a turn whose stored usage is past auto-compaction, so its next turn compacts
 for real (the fake answers the summary request; Claude Code 2.1.112 writes the prompt that triggered it

@@ -1,4 +1,4 @@
-"""End to end: dual-zone injection in the real Claude Code CLI (issue #4).
+"""End to end: dual-zone injection in the real Claude Code CLI.
 
 `ombre install claude-code` wires hooks, the MCP server and the discipline document into a temporary
 HOME; a real `ombre serve` holds the memories; Claude Code 2.1.112 talks to the recording fake Messages

@@ -1,4 +1,4 @@
-"""End to end: distillation asks the person's own Claude Code (`OMBRE_LLM=claude-code`, issue #15).
+"""End to end: distillation asks the person's own Claude Code (`OMBRE_LLM=claude-code`).
 
 The real Claude Code CLI 2.1.112 runs `claude -p` against the recording fake Messages API. A companion chat
 sits in a project folder a keeper would watch; `ombre distill --force` must store the candidate the model

@@ -1,4 +1,4 @@
-"""End to end: the real Claude Code CLI resumes forged and dieted sessions (DESIGN §2, issue #2).
+"""End to end: the real Claude Code CLI resumes forged and dieted sessions.
 
 Claude Code 2.1.112 runs against a recording fake Messages API on 127.0.0.1. We build a real session with
 thinking, parallel tool calls and a stored usage high enough that resuming the original would compact,

@@ -1,4 +1,4 @@
-"""The dashboard in a real browser (issue #18): Playwright driving Debian's Chromium against a real
+"""The dashboard in a real browser: Playwright driving Debian's Chromium against a real
 `ombre serve`, a real SQLite store and real transcripts. Every page is saved as a screenshot under
 tests/artifacts/ui/ (not committed) for a person to look at."""
 from __future__ import annotations

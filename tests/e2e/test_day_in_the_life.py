@@ -1,4 +1,4 @@
-"""A day in the life (issue #29): the product used the way a person uses it, through the real Claude Code CLI.
+"""A day in the life: the product used the way a person uses it, through the real Claude Code CLI.
 
 A fresh home; `ombre install claude-code`; `ombre serve`; a file bridge standing in for the chat bridge.
 A dozen Chinese turns against the fake Messages API: an allergy, an exam next month, a promise agreed

@@ -1,4 +1,4 @@
-"""Every chain shape the CLI rebuilds, rebuilt alike (issue #29 item 4): a property test against the real CLI.
+"""Every chain shape the CLI rebuilds, rebuilt alike: a property test against the real CLI.
 
 For N generated sessions of random shape — responses streamed in batches (one message id continuing after
 tool results, results in any order, hanging off their own calls or off progress lines), parallel calls,

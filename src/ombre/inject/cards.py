@@ -1,4 +1,4 @@
-"""The per-turn dynamic block (seed §9.1): recalled cards, "Just Now", due reminders and at most one
+"""The per-turn dynamic block: recalled cards, "Just Now", due reminders and at most one
 anniversary card, all inside one budget, for the user side of the current turn only.
 
 The same function answers the UserPromptSubmit hook (over HTTP), the gateway (in process or over HTTP)
@@ -107,7 +107,7 @@ def _why(card: Card) -> str:
         return f"due {why['due']}"
     if "anniversary" in why:
         return "anniversary"
-    # the lift beside the cosine: the gate weighs them together (breath.Gate)
+    # the lift beside the cosine: the gate weighs them together (fusion.Gate)
     lifts = why.get("lift") or {}
     sims = " ".join(f"{k} {v:.2f}" + (f" lift {lifts[k]:.1f}" if k in lifts else "")
                     for k, v in (why.get("sim") or {}).items())

@@ -1,4 +1,4 @@
-"""`ombre gateway`: an Anthropic-compatible proxy for bridges and web UIs that run no hooks (seed §9.1).
+"""`ombre gateway`: an Anthropic-compatible proxy for bridges and web UIs that run no hooks.
 
 `POST /v1/messages` gets the turn's dynamic block added to the LAST user message only, and only when that
 message holds the person's words; with no such message nothing is added (never a fall back to `system`).

@@ -1,4 +1,4 @@
-"""Dates that come back (seed §9.2): the day's 今日纪念 card, and birthdays and anniversaries that recur in
+"""Dates that come back: the day's 今日纪念 card, and birthdays and anniversaries that recur in
 the today/tomorrow reminders every year.
 
 今日纪念 is at most one card a day — the same card for every recall that day, however many there are and

@@ -1,4 +1,4 @@
-"""What commitment arbitration does to the store (seed §8.2), whoever decided it (rules or a model).
+"""What commitment arbitration does to the store, whoever decided it (rules or a model).
 
 A verdict on a new memory is one of: add, skip, overwrite, merge, coexist, contradiction. Overwrite and merge
 keep the old memory, marked as replaced (`superseded_by`) so recall no longer shows it as current, with a
@@ -12,9 +12,10 @@ from dataclasses import asdict, dataclass
 from typing import Mapping
 
 from ..clock import iso
-from .breath import retrieve
 from .embed import Embedder
+from .fusion import retrieve
 from .model import COMMITMENT_TYPES, UNCONFIRMED, Memory
+from .query import Query
 from .store import MemoryStore
 
 ACTIONS = ("add", "skip", "overwrite", "merge", "coexist", "contradiction")
@@ -51,7 +52,7 @@ def related(store: MemoryStore, encoders: Mapping[str, Embedder], m: Memory,
             k: int = 5) -> list[tuple[Memory, float]]:
     """The top-k current memories that arbitration compares a new one with, each with its raw e5 similarity
     (0 when e5 did not find it)."""
-    fused = retrieve(store, compared_text(m), encoders=encoders)
+    fused = retrieve(store, Query.build(compared_text(m)), encoders=encoders)
     ids = sorted(fused, key=lambda i: -fused[i][0])[:20]
     found = store.get_many(ids)
     out = [(found[i], float(fused[i][1].get("similarity", 0.0))) for i in ids

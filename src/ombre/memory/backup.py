@@ -1,4 +1,4 @@
-"""Backups of the memory database (issue #17): a consistent copy while `ombre serve` runs (SQLite's online
+"""Backups of the memory database: a consistent copy while `ombre serve` runs (SQLite's online
 backup API, page by page, never a file copy of a live WAL database), a restore that checks the file first
 and keeps the current database aside, a daily copy taken by `ombre serve`, and at start a check that names
 the newest good backup when the database is damaged.

@@ -7,7 +7,7 @@
   e5 would not fit its time budget.
 
 Vectors are L2-normalised float32, so a dot product is the cosine. Each encoder's similarities live on
-their own scale, so every threshold below is per encoder (DESIGN §5), calibrated on the dev splits of the
+their own scale, so every threshold below is per encoder, calibrated on the dev splits of the
 recall sets (bench/recall_eval.py, bench/inject_threshold.py).
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ class EncoderSpec:
     # one e5 token, an English word about one and a half): the hook leaves e5 out when it would not fit.
     fixed_ms: float
     per_token_ms: float
-    # A slow encoder reads each form cut to a budget of its tokens, and only the forms that fit (breath._plan).
+    # A slow encoder reads each form cut to a budget of its tokens, and only the forms that fit (signals._plan).
     widest_only: bool = False
 
     def cost_ms(self, tokens: int, texts: int = 1) -> float:

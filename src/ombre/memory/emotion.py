@@ -1,4 +1,4 @@
-"""Emotion bias without another model (seed §9.2): keywords shift the valence/arousal the recall leans
+"""Emotion bias without another model: keywords shift the valence/arousal the recall leans
 towards and add comfort or shared-memory terms to the keyword search."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """hold: write one memory — validated, judged by write_gate, capped by scarcity, raw text committed
-first and enriched (embedding) after, so a failing embedder never loses a write (DESIGN §4)."""
+first and enriched (embedding) after, so a failing embedder never loses a write."""
 from __future__ import annotations
 
 import datetime as dt
@@ -135,7 +135,7 @@ def hold(store: MemoryStore, req: HoldRequest, *, encoders: Mapping[str, Embedde
     memory.importance = decision.importance
     memory.status = CONFIRMED if decision.decision == write_gate.STORE else UNCONFIRMED
     if arbitration_failed is not None:
-        memory.status = UNCONFIRMED  # seed §8.4 D: written anyway, as unconfirmed
+        memory.status = UNCONFIRMED  # written anyway, as unconfirmed
         result.reasons.append(f"仲裁没有完成（{arbitration_failed}）：先记为未确认")
     if verdict is not None:
         arbitration.prepare(verdict, memory, store.get(verdict.target) if verdict.target else None)
@@ -171,7 +171,7 @@ def enrich(store: MemoryStore, encoders: Mapping[str, Embedder], memories: list[
     for key, embedder in encoders.items():
         try:
             store.set_vectors(key, list(zip([m.id for m in memories], embedder.passages(texts))))
-        except Exception:  # noqa: BLE001 — any embedder failure must leave the write intact (DESIGN §4)
+        except Exception:  # noqa: BLE001 — any embedder failure must leave the write intact
             ok = False
     return ok
 

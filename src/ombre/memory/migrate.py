@@ -1,4 +1,4 @@
-"""`ombre memories migrate --to postgresql://…` (issue #19 item 3): a SQLite store copied into PostgreSQL.
+"""`ombre memories migrate --to postgresql://…`: a SQLite store copied into PostgreSQL.
 
 The source is opened read-only (never migrated, never written); the copy — memories with their vectors,
 traces and evidence, keyword terms, the gate log, cursors and other meta rows — lands in one transaction, into

@@ -1,4 +1,4 @@
-"""A memory ("bucket") and its evidence chain (seed §7, §8.3; DESIGN §4)."""
+"""A memory ("bucket") and its evidence chain."""
 from __future__ import annotations
 
 import uuid
@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 UNCONFIRMED = "未确认"
 CONFIRMED = "confirmed"
-COMMITMENT_TYPES = ("承诺", "约定")  # never decay, never archived automatically (seed §7.2)
+COMMITMENT_TYPES = ("承诺", "约定")  # never decay, never archived automatically
 HANDOFF_TYPE = "会话交接"
 BUILTIN_TYPES = ("偏好", "事件", "规则", "承诺", "约定", HANDOFF_TYPE, "感受", "关系", "日常")
 
@@ -52,7 +52,7 @@ class Memory:
     status: str = UNCONFIRMED
     archived: bool = False
     evidence: Evidence = field(default_factory=Evidence)
-    # commitment arbitration (seed §8.2): a replaced memory is kept, with a trace, but is no longer current
+    # commitment arbitration: a replaced memory is kept, with a trace, but is no longer current
     superseded_by: str | None = None
     situation: str = ""  # the circumstance a coexisting memory holds in (有家人在时, 在家时)
     conflicts: list[str] = field(default_factory=list)  # ids it contradicts: recall shows the conflict

@@ -1,4 +1,4 @@
-"""Namespaces (issue #19 item 2): one person or companion each, on one store.
+"""Namespaces: one person or companion each, on one store.
 
 `ombre namespace add NAME` makes a bearer token for a namespace and keeps only its SHA-256 in the store;
 `ombre serve` answers a request with that token from that namespace's memories and no other. The token in

@@ -1,4 +1,4 @@
-"""The PostgreSQL + pgvector store (issue #19), selected by OMBRE_DB=postgresql://…; the same protocol as the
+"""The PostgreSQL + pgvector store, selected by OMBRE_DB=postgresql://…; the same protocol as the
 embedded SQLite store, so nothing above it changes.
 
 - Schema by named migrations recorded in `_migrations`, applied under a transaction-level advisory lock, so

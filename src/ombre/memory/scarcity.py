@@ -1,4 +1,4 @@
-"""Scarcity (seed §7.1): hard caps on pinned and on importance 10 / ≥ 9.
+"""Scarcity: hard caps on pinned and on importance 10 / ≥ 9.
 
 Past a cap, a manual write demotes the longest-inactive holder (the person asked for this one); an
 automatic write is itself downgraded. Either way the result says which happened. Commitments are never

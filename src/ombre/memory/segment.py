@@ -1,4 +1,4 @@
-"""Keyword terms for Chinese and English alike: rjieba words plus character bigrams (DESIGN §5), and for
+"""Keyword terms for Chinese and English alike: rjieba words plus character bigrams, and for
 Latin-script words their Snowball stem, without English function words.
 
 SQLite's trigram tokenizer misses one- and two-character Chinese terms, so the text is segmented here

@@ -1,5 +1,5 @@
 """What a memory is about, read from its words: the slot two memories must share to conflict, and the facts
-two memories must share to be duplicates (seed §8.2; issue #15).
+two memories must share to be duplicates.
 
 A slot is (subject, activity). The subject is whom it concerns: the person and the companion ("") or
 another person named by kinship or a possessive ("妹妹", "小鱼"). The activity is what remains of the

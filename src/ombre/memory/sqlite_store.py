@@ -1,6 +1,6 @@
 """The embedded default store: one SQLite file (WAL) with an FTS5 keyword index and float32 vectors.
 
-Python's sqlite3 here cannot load extensions, so vectors are BLOBs scored with numpy (DESIGN §5); the
+Python's sqlite3 here cannot load extensions, so vectors are BLOBs scored with numpy; the
 matrix is cached and reloaded only when the database changed (PRAGMA data_version, or our own writes).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""write_gate: a decision, with reasons, for every candidate memory (seed §7.3, §8.5).
+"""write_gate: a decision, with reasons, for every candidate memory.
 
 Not a censor of style: it stops the high-risk write patterns. Manual holds pass with warnings (the person
 asked for it); automatic ones are held to the rules. Every decision is logged by the caller.
@@ -16,7 +16,7 @@ STORE, STORE_UNCONFIRMED, LOG_ONLY, REFUSE = "store", "store_unconfirmed", "log_
 QUOTA_DECISIONS = (STORE, STORE_UNCONFIRMED)  # automatic writes these decisions let through count against the quota
 UNCONFIRMED_IMPORTANCE = 4  # an unverified fact may be kept, but never ranked like a confirmed one
 
-# Red-line subjects (seed §7.3): facts about family, body, work, dates are never stored as confirmed
+# Red-line subjects: facts about family, body, work, dates are never stored as confirmed
 # without the person's own words.
 RED_LINE = {
     "日期": re.compile(r"\d{1,2}\s*月\s*\d{1,2}\s*[日号]|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|(周|星期|礼拜)[一二三四五六日天]|生日|纪念日"),

@@ -1,4 +1,4 @@
-"""The MCP server: tools `hold` and `breath`, named and shaped like the public Ombre's (DESIGN §4).
+"""The MCP server: tools `hold` and `breath`, named and shaped like the public Ombre's.
 
 Each tool is a few lines over MemoryService; its docstring is the description the agent reads. Over stdio
 (what Claude Code starts for each of its processes) the tools relay to the running service's /mcp when it

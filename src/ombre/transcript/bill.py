@@ -1,4 +1,4 @@
-"""The bill (seed §11.5; issue #18 item 5): what the chat cost, per day, from the usage Claude Code stores.
+"""The bill: what the chat cost, per day, from the usage Claude Code stores.
 
 Every API reply Claude Code records carries its `usage` (input, cache creation split by 5-minute and 1-hour
 lifetime, cache read, output). One reply is written as several lines (one per content block) that repeat

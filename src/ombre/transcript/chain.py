@@ -12,7 +12,7 @@ file's size. From those records:
   hang off a sibling tool_use instead of the chain, are put back after their response.
 
 The user/assistant lines of that chain are the *events*; their position is `idx`. Every command that shows
-or takes an idx uses this one list (seed §6.3).
+or takes an idx uses this one list.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The context-% reading of a session: what Claude Code will believe on `--resume` (DESIGN §2)."""
+"""The context-% reading of a session: what Claude Code will believe on `--resume`."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

@@ -1,4 +1,4 @@
-"""Bridges: what points a chat at a Claude Code session id, and how to re-point it (seed §3, §4; DESIGN §3).
+"""Bridges: what points a chat at a Claude Code session id, and how to re-point it.
 
 Three adapters behind one small interface:
 - cc-connect: its session file (`<data_dir>/sessions/<project>_<hash>.json`, found from its config or the work

@@ -1,4 +1,4 @@
-"""cc-connect as it really is (chenhg5/cc-connect at 3727b74, DESIGN §3; issue #17 item 6).
+"""cc-connect as it really is (chenhg5/cc-connect at 3727b74).
 
 Three facts decide whether a re-bind resumes the forged session or silently starts a fresh one:
 - where its session file is: `<data_dir>/sessions/<project>_<first 8 hex of sha256(abs work_dir)>.json`, or an

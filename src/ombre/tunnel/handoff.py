@@ -1,4 +1,4 @@
-"""The handoff pack (seed §4.4): a war-room whiteboard for the next window, built from the transcript
+"""The handoff pack: a war-room whiteboard for the next window, built from the transcript
 without a model, with fixed fields so two packs can be diffed and a person can edit one before use.
 
 Only what was said is written down: the person's state and red lines are their own quoted sentences;
@@ -22,7 +22,7 @@ from ..write.distill_rules import asks, proposes
 
 HEADER = "【会话交接 · ombre handoff】"
 RECENT_TURNS = 40  # person turns looked at; older context lives out of window, in memory
-# Words that make a sentence about the person's state, a promise or to-do, or a red line (seed §4.4, §7.3).
+# Words that make a sentence about the person's state, a promise or to-do, or a red line.
 STATE = re.compile(r"累|困|难过|伤心|开心|高兴|生病|发烧|感冒|头疼|头痛|胃疼|焦虑|烦|失眠|压力|委屈|想你|孤单|"
                    r"害怕|紧张|哭|饿|疼|不舒服|心情|慌|怕|担心|难受|郁闷|崩溃|心累|低落|丧|emo|孤独|寂寞|无聊|"
                    r"兴奋|激动|期待|舒服|放松|生气|气死|烦躁|不安|忐忑|沮丧|失落|委屈|感动|幸福|睡不着|没睡好|"

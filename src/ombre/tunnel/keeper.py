@@ -1,4 +1,4 @@
-"""The keeper (seed §10): a sidecar that runs diet and forge by itself, as an explicit state machine.
+"""The keeper: a sidecar that runs diet and forge by itself, as an explicit state machine.
 
     a session id that changed after /new (a flag `ombre handoff prepare --write` set) → the nudge, once
     read usage and idle time
@@ -171,7 +171,7 @@ class Keeper:
     settings: Settings
     bridge: Bridge | None
     holder: Holder | None
-    # async distillation (seed §8.1, §10): asked every pass whether it is due, and forced right before a forge
+    # async distillation: asked every pass whether it is due, and forced right before a forge
     distill: Callable[[Path, bool], None] | None = None
     tunnel: Callable[..., TunnelResult] = run_tunnel
     _distilled: str = ""  # the fingerprint distillation last saw
@@ -294,7 +294,7 @@ def standing_refusals(state: KeeperState) -> list[dict]:
 
 
 def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.datetime | None = None) -> dict:
-    """What `ombre keeper status` shows (seed §11.4)."""
+    """What `ombre keeper status` shows."""
     now = now or dt.datetime.now(dt.timezone.utc)
     state = KeeperState.load(s.keeper_state, now)
     reading = None
@@ -324,7 +324,7 @@ def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.dateti
 
 
 def seed(s: Settings, now: dt.datetime | None = None, by: str = "ombre keeper seed") -> str:
-    """Start both cooldowns now (seed §5: after a deploy or a parser change), so the keeper cannot fire back
+    """Start both cooldowns now (after a deploy or a parser change), so the keeper cannot fire back
     to back; today's count, failures and the breaker are kept. Returns the time written."""
     now = now or dt.datetime.now(dt.timezone.utc)
     state = KeeperState.load(s.keeper_state, now)

@@ -1,4 +1,4 @@
-"""The `/new` path (seed §4.3; issue #17 item 5): the person's own summary-and-swap, made to continue.
+"""The `/new` path: the person's own summary-and-swap, made to continue.
 
     ombre handoff prepare --write  → SESSION_HANDOFF.md in the work dir, and a "waiting for /new" flag
     the person sends /new          → the bridge starts a fresh session; its id changes

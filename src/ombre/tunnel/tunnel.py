@@ -1,7 +1,7 @@
-"""The tunnel (seed §4): backup → handoff → hold → forge (or diet) → stop the bridge → re-bind → start →
+"""The tunnel: backup → handoff → hold → forge (or diet) → stop the bridge → re-bind → start →
 a quiet nudge. One function, called by `ombre tunnel`, `ombre rebind` and the keeper alike.
 
-Failure policy (seed §4.1, §4.5): never a fresh start. Until the new file is written and verified, the
+Failure policy: never a fresh start. Until the new file is written and verified, the
 bridge is not touched, so a failed forge leaves the old session bound and usable. Once it is written, a
 failed re-bind leaves the old binding (the bridge is started again on it) and says how to finish with
 `ombre rebind NEW_SID`. A journal records which step a run reached, so a run killed between stopping and

@@ -1,4 +1,4 @@
-"""systemd user units for the two long-running processes (issue #17 item 3): `ombre serve` and
+"""systemd user units for the two long-running processes: `ombre serve` and
 `ombre keeper run`, restarted on failure, logging to the journal (`journalctl --user -u ombre-serve`).
 
 Install writes only files it can call its own (they carry MARK), and uninstall removes only those: a unit of

@@ -1,4 +1,4 @@
-"""anchors: recent real user messages with the idx that forge cuts at (seed §6.3).
+"""anchors: recent real user messages with the idx that forge cuts at.
 
 A compaction summary is an anchor of its own: after a compaction the person's earlier words live only
 inside it, and keeping from it keeps everything the model knows of them. So is the first line of a forged

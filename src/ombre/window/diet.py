@@ -1,4 +1,4 @@
-"""diet: the everyday slimming — squash tool payloads and images, keep nearly all dialogue (seed §5).
+"""diet: the everyday slimming — squash tool payloads and images, keep nearly all dialogue.
 
 No handoff is injected (diet is cleaning, not a narrative window swap), but like forge it writes a new
 session id: Claude Code's process still holds the fat context until the bridge resumes the new file.

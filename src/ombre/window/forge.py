@@ -264,7 +264,7 @@ def _open_turn(events: list[Entry]) -> bool:
 def _complete_prefix(t: Transcript, events: list[Entry], whole: set[str]) -> tuple[list[Entry], list[str]]:
     """Events up to the last assistant line after which no tool call is left waiting.
 
-    A new window must end on an assistant message (DESIGN §2 rule 3; otherwise Claude Code appends a
+    A new window must end on an assistant message (otherwise Claude Code appends a
     synthetic "No response requested." on resume) and must not orphan a tool call. What follows that point
     (an interrupted tool call, an unanswered message) is reported, not kept. A turn still open in a file
     written moments ago means a live session: refuse rather than cut under it.

@@ -1,7 +1,7 @@
-"""Choosing which events a new window keeps: tail retain, keep-days, or a from/to range (seed §6).
+"""Choosing which events a new window keeps: tail retain, keep-days, or a from/to range.
 
 Everything here works on the one event list of `transcript.chain` and cuts at turn starts (a real user
-message), so a tool_use never loses its tool_result (DESIGN §2 rule 4). One exception: a tail retain whose
+message), so a tool_use never loses its tool_result. One exception: a tail retain whose
 last turn alone is over the budget — a long agentic turn, or a session whose chain starts at a compaction
 summary with no person message after it — may cut inside that turn, at the start of an API response after
 which no earlier tool call is left waiting; the new window then opens with a user line of its own (forge
@@ -41,7 +41,7 @@ class EndSpec:
 
 @dataclass(frozen=True)
 class Selector:
-    """What to keep. `retain` and `keep_days`/`keep_from`/`keep_to` exclude each other (seed §6.1)."""
+    """What to keep. `retain` and `keep_days`/`keep_from`/`keep_to` exclude each other."""
 
     retain: int | None = None
     keep_days: tuple[dt.date, ...] = ()
@@ -73,7 +73,7 @@ class Selection:
     mode: str
     kept: list[int]  # event idx values, ascending
     turns_total: int
-    trimmed_turns: int = 0  # dropped from the oldest end to respect max_kept (seed §6.5)
+    trimmed_turns: int = 0  # dropped from the oldest end to respect max_kept
     resolved_from: ResolvedEnd | None = None
     resolved_to: ResolvedEnd | None = None
     days: list[str] = field(default_factory=list)
@@ -147,7 +147,7 @@ def local_time(e: Entry) -> str:
 
 
 def resolve_end(events: list[Entry], spec: EndSpec, side: str, measure: "Measure" = lambda e: e) -> int:
-    """The event idx one end of a range names (seed §6.3)."""
+    """The event idx one end of a range names."""
     n = len(events)
     if spec.idx is not None:
         if not 0 <= spec.idx < n:
@@ -305,7 +305,7 @@ def build_selector(default_retain: int, default_max_kept: int, *, retain: int | 
     picking = bool(keep_days) or keep_from.given or keep_to.given
     if picking and retain is not None:
         raise UsageError("--retain cannot be combined with --keep-days or --keep-from/--keep-to",
-                         hint="keep the recent N tokens, or keep a chosen set; not both (seed §6.1)")
+                         hint="keep the recent N tokens, or keep a chosen set; not both")
     if keep_days and (keep_from.given or keep_to.given):
         raise UsageError("--keep-days cannot be combined with --keep-from/--keep-to",
                          hint="choose days, or a range")

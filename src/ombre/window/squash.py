@@ -1,6 +1,6 @@
 """Squashing: long tool payloads cut to a cap (head and tail kept), images replaced by a placeholder.
 
-Pure functions over one parsed transcript line. Dialogue text and thinking are never touched (seed §5):
+Pure functions over one parsed transcript line. Dialogue text and thinking are never touched:
 what gets squashed is tool output, tool input and image/document base64.
 """
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _squash_tool_result_content(content: object, cap: int, stats: SquashStats) -
 def squash_line(obj: dict, cap: int) -> SquashStats:
     """Squash one parsed user/assistant line in place and say what was cut.
 
-    A thinking block is only valid with the content before it unchanged (DESIGN §2 rule 5), so once a
+    A thinking block is only valid with the content before it unchanged, so once a
     block of an assistant line changes, the thinking blocks after it in that line are dropped.
     """
     stats = SquashStats()

@@ -1,4 +1,4 @@
-"""The invariants a rewritten session must hold before anything may point at it (DESIGN §2)."""
+"""The invariants a rewritten session must hold before anything may point at it."""
 from __future__ import annotations
 
 import re

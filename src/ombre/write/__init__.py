@@ -1,1 +1,1 @@
-"""The write path: commitment arbitration and the model behind it (seed §8)."""
+"""The write path: commitment arbitration and the model behind it."""

@@ -1,11 +1,11 @@
-"""async_distill (seed §8.1): settle what was said into memory in the background, not only at a swap.
+"""async_distill: settle what was said into memory in the background, not only at a swap.
 
 Triggers: 5 real person turns since the last run, 10 idle minutes after a new turn, or right before a forge
 (the keeper's hook point). A cursor per session (the uuid and time of the last turn read) means a run reads
 only what is new; a forged session, which keeps its lines' uuids, inherits its parent's cursor. A session
 with no cursor is read from its start when it began after Ombre started (`ombre install claude-code`, or the
 first distillation), and from that moment on when it is older: what was said before Ombre is not swept up
-(seed §8.1: no back-scan of history) unless the person turns warm-up on, which reads its last turns too. Each run proposes 0–3 candidates (zero is a normal answer)
+(no back-scan of history) unless the person turns warm-up on, which reads its last turns too. Each run proposes 0–3 candidates (zero is a normal answer)
 from the PERSON's turns only — the assistant's words are never stored as the person's facts — each quoted
 verbatim from the transcript, then held as `auto` through write_gate (low-surprise ones are only logged)
 and, where it applies, commitment arbitration; write_gate's daily quota caps automatic holds. A failing

@@ -1,4 +1,4 @@
-"""commitment_arbitrate (seed §8.2, §8.4): before a commitment, agreement, rule or importance ≥ 8 memory is
+"""commitment_arbitrate: before a commitment, agreement, rule or importance ≥ 8 memory is
 held, compare it with the top related ones and decide: add, skip, overwrite, merge, coexist, contradiction.
 
 The rules backend needs no model. Two memories are weighed against each other only when they fill the same

@@ -1,4 +1,4 @@
-"""The rules distiller: which of the person's own words are worth keeping, with no model (seed §7, §8.1).
+"""The rules distiller: which of the person's own words are worth keeping, with no model.
 
 It reads the person's turns clause by clause (people type commas, spaces and emoji, not sentences) and
 keeps a clause when it says something lasting about the person or about what the two agreed:

@@ -1,1 +1,1 @@
-"""The web dashboard (issue #18): server-side pages at /ui over the library, plots as plain SVG."""
+"""The web dashboard: server-side pages at /ui over the library, plots as plain SVG."""

@@ -1,4 +1,4 @@
-"""The dashboard at /ui (issue #18): pages over the same library functions the CLI calls.
+"""The dashboard at /ui: pages over the same library functions the CLI calls.
 
 Every page reads through MemoryService, the keeper, the doctor, the bill and the window operations; every
 action is a POST carrying the form token (the bearer token, or a per-process secret on a loopback bind

@@ -1,0 +1,165 @@
+"""The signals of one recall, before fusion: keyword BM25 over the person's latest words and over their
+recent turns, and each encoder's cosines for each query form it embeds, with how far each candidate stands
+out of the store (lift) and of its nearest neighbours (gap). bench/recall_eval.py fuses these anew."""
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .embed import ORDER, SPECS, Embedder, tail
+from .query import Query
+from .segment import query_terms, script
+from .store import MemoryStore
+
+CANDIDATES = 50  # each signal's ranking is cut here before fusion: the top five come from far above it
+OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the keyword search runs
+# e5 reads its form's last E5_TOKENS tokens (its own: embed.tail): it costs ~0.75 ms a token here, while USE
+# reads whole forms for almost nothing. On the dev objective (bench/recall_eval.py, Chinese, where a token is
+# about a character) 128 scored +0.003 over 64 and 48 −0.007; 128 alone takes ~80 ms at p95, past breath's
+# 100 ms target, so 64. In characters this cut an English question at its first dozen words.
+E5_TOKENS = 64
+# A memory's gap: its cosine over the store's GAP_RANK-th best for the same form. The lift measures it
+# against the whole store, where most memories are about something else; the gap against the few nearest,
+# which tells a memory that answers from one of many on the same topic (bench/inject_threshold.py: of 3, 5,
+# 10 and 20, 20 showed the most gold on dev).
+GAP_RANK = 20
+# Time kept back when a deadline decides whether e5 still fits: USE, keywords, fusion, the block and the
+# answer's way home (≈ 40 ms at 10k memories, bench/hook_latency.py).
+DEADLINE_RESERVE_MS = 45.0
+
+
+
+@dataclass
+class Signals:
+    """What each signal of one recall says, before fusion (bench/recall_eval.py fuses these anew)."""
+
+    rankings: dict[str, list[str]] = field(default_factory=dict)  # signal → ids, best first
+    keyword: dict[str, dict[str, float]] = field(default_factory=dict)  # keyword signal → id → share of best
+    lift: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best standing-out
+    sim: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best raw cosine
+    gap: dict[str, dict[str, float]] = field(default_factory=dict)  # encoder → id → best gap (GAP_RANK)
+    script: str = "cjk"  # the person's writing (segment.script of the latest words): Fusion.latin
+    sizes: dict[str, int] = field(default_factory=dict)  # encoder → vectors in the store (LIFT_FROM)
+
+    def candidates(self) -> set[str]:
+        return {mid for ids in self.rankings.values() for mid in ids}
+
+
+def _top(scores: np.ndarray, ids: list[str], limit: int) -> list[str]:
+    n = min(limit, len(ids))
+    top = np.argpartition(-scores, n - 1)[:n] if n < len(ids) else np.arange(len(ids))
+    return [ids[i] for i in top[np.argsort(-scores[top], kind="stable")]]
+
+
+def _fits(key: str, tokens: int, deadline: float | None, texts: int = 1) -> bool:
+    if deadline is None:
+        return True
+    left_ms = (deadline - time.monotonic()) * 1000 - DEADLINE_RESERVE_MS
+    return SPECS[key].cost_ms(tokens, texts) <= left_ms
+
+
+def _plan(query: Query, encoders: Mapping[str, Embedder], deadline: float | None,
+          e5_tokens: int) -> dict[str, dict[str, str]]:
+    """Which texts each encoder embeds, each cut by the encoder's own token count (embed.tail): USE every
+    form whole; e5 (the slow one) each form cut to its last e5_tokens tokens, as many forms as fit before
+    the deadline (both, else the widest: the recent turns, which end with the latest words)."""
+    plan: dict[str, dict[str, str]] = {}
+    for key in ORDER:
+        encoder = encoders.get(key)
+        if encoder is None:
+            continue
+        count = getattr(encoder, "tokens", len)  # an encoder without a tokenizer: characters stand in
+
+        def cut(text: str, limit: int, count=count) -> str:  # this encoder's count, bound now
+            return tail(text, limit, count)[0]
+
+        forms = query.forms(cut)
+        if SPECS[key].widest_only:
+            # the latest words alone and, in a chat, the recent turns: a fragment is found through the turns
+            # before it, a turn that alludes to a memory in its own words through itself (the earlier turns
+            # were often about another). When both would not fit the deadline, the widest alone.
+            cuts = {name: tail(text, e5_tokens, count) for name, text in forms.items()}
+            widest = "recent" if "recent" in cuts else "latest"
+            for names in (list(cuts), [widest]):
+                distinct = dict(cuts[name] for name in names)  # text → its tokens, each embedded once
+                if _fits(key, sum(distinct.values()), deadline, len(distinct)):
+                    plan[key] = {name: cuts[name][0] for name in names}
+                    break
+        else:
+            plan[key] = forms
+    return plan
+
+
+def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embedder] | None = None,
+                extra_terms: tuple[str, ...] = (), limit: int = CANDIDATES, degraded: list[str] | None = None,
+                deadline: float | None = None, used: list[str] | None = None,
+                e5_tokens: int = E5_TOKENS) -> Signals:
+    """Every signal of one recall: keyword BM25 over the latest words and over the recent turns, and each
+    encoder's cosines for each form it embeds (see _plan). `deadline` (time.monotonic()) is when the caller
+    stops waiting: e5 is left out when its estimated cost would not fit, and USE (a few ms) answers alone.
+    `used` collects the encoders embedded with."""
+    encoders = encoders or {}
+    plan = _plan(query, encoders, deadline, e5_tokens)
+    indexes = {key: store.vectors(key) for key in plan}
+    plan = {key: texts for key, texts in plan.items() if len(indexes[key])}
+    out = Signals(script=script(query.latest))
+
+    # each distinct text once: a latest message as long as e5's cut is also the whole of its recent form
+    distinct = {key: list(dict.fromkeys(texts.values())) for key, texts in plan.items()}
+
+    def embed(key: str) -> np.ndarray:
+        return encoders[key].queries(distinct[key])
+
+    def score(key: str, q: np.ndarray) -> None:
+        # One pass over the matrix per distinct text. einsum, not @: BLAS threads spinning after a matmul
+        # starve the embedding model's own threads on a 2-core machine (measured: bench/breath_latency.py).
+        by_text = dict(zip(distinct[key], (np.einsum("ij,j->i", indexes[key].matrix, vec) for vec in q)))
+        rows[key] = [by_text[text] for text in plan[key].values()]
+        for name, row in zip(plan[key], rows[key]):
+            out.rankings[f"{key}:{name}"] = _top(row, indexes[key].ids, limit)
+
+    def embed_and_score(key: str) -> None:
+        try:
+            score(key, pending.result() if key == "e5" and pending is not None else embed(key))
+        except Exception as exc:  # noqa: BLE001 — recall goes on with what is left
+            if degraded is not None:
+                degraded.append(f"{key} vectors unavailable: {exc}")
+
+    rows: dict[str, list[np.ndarray]] = {}
+    # The e5 model and SQLite both leave Python while they work, so in a big store e5 embeds while FTS5
+    # searches and USE scores; in a small one a second thread only contends for the two cores.
+    overlap = "e5" in plan and len(indexes["e5"]) >= OVERLAP_FROM
+    with ThreadPoolExecutor(max_workers=1) as pool:  # no thread starts unless a task is submitted
+        pending = pool.submit(embed, "e5") if overlap else None
+        searches = [("keyword", query_terms(query.keyword_text, extra_terms))]
+        if query.recent:
+            searches.append(("keyword:recent", query_terms(query.context_text)))
+        for name, terms in searches:
+            hits = store.keyword_search(terms, limit)
+            out.rankings[name] = [mid for mid, _ in hits]
+            best = hits[0][1] if hits else 0.0
+            out.keyword[name] = {mid: score / best for mid, score in hits} if best > 0 else {}
+        for key in sorted(plan, key=lambda k: k == "e5" and pending is not None):  # the pending one last
+            embed_and_score(key)
+    # How far each candidate stands out in each form (its best form counting), and its best cosine: read
+    # at the candidates' rows only (every signal's candidates), so a large store pays one mean per form.
+    candidates = out.candidates()
+    for key in [k for k in ORDER if k in rows]:
+        forms_rows, index, spread = rows[key], indexes[key], SPECS[key].spread
+        wanted = [mid for mid in candidates if mid in index.positions]
+        pos = np.fromiter((index.positions[mid] for mid in wanted), dtype=np.int64, count=len(wanted))
+        at = np.stack([row[pos] for row in forms_rows])
+        means = np.array([[row.mean()] for row in forms_rows], dtype=np.float32)
+        out.lift[key] = dict(zip(wanted, ((at - means) / spread).max(axis=0).tolist()))
+        out.sim[key] = dict(zip(wanted, at.max(axis=0).tolist()))
+        rank = min(GAP_RANK, len(index))
+        nearest = np.array([[np.partition(row, len(row) - rank)[len(row) - rank]] for row in forms_rows])
+        out.gap[key] = dict(zip(wanted, (at - nearest).max(axis=0).tolist()))
+        out.sizes[key] = len(index)
+        if used is not None:
+            used.append(key)
+    return out
