@@ -92,6 +92,16 @@ def test_low_surprise_duplicate_is_logged_not_stored(svc):
     assert again.decision == "log_only"
 
 
+def test_the_persons_own_words_duplicate_what_the_companion_held_about_her(svc):
+    # the companion holds 她… through MCP; distillation then keeps the person's own 我… of the same fact
+    held(svc, "她对芒果过敏", quote="对了我对芒果过敏，吃一口嘴就肿")
+    again = svc.hold(HoldRequest(content="我对芒果过敏", quote="对了我对芒果过敏", source="auto"), now=NOW)
+    assert again.decision == "log_only", again.reasons
+    # someone else's allergy is another memory
+    mum = svc.hold(HoldRequest(content="我妈对芒果过敏", quote="我妈对芒果过敏", source="auto"), now=NOW)
+    assert mum.stored, mum.reasons
+
+
 @pytest.mark.parametrize("first,second", [
     ("她的生日是12月4日", "她妹妹的生日是12月6日"),
     ("她的生日是12月4日", "她的生日是12月6日"),

@@ -29,6 +29,10 @@ _PERMANENT = re.compile(r"总是|从来|一直都|永远|天生|性格|本性|�
 _MOOD = re.compile(r"难过|伤心|生气|烦|累|焦虑|崩溃|不开心|开心|郁闷|丧|委屈|emo", re.I)
 _CHANGE = re.compile(r"不再|改成|改为|改用|取消|不用了|别再|以后不|不要再|换成")
 DUPLICATE_OVERLAP = 0.8
+# The person is 我 in their own words (what distillation keeps) and 她/他 in the companion's (what it holds
+# through MCP): one subject, so "我对芒果过敏" is a duplicate of "她对芒果过敏". Someone else is named
+# (我妈, 她朋友), and facts() tells them apart.
+_THE_PERSON = re.compile(r"[我她他](?!们)")
 
 
 @dataclass
@@ -78,9 +82,11 @@ def judge(candidate: Memory, *, source: str, auto_today: int, auto_daily: int, p
             break
     if _PERMANENT.search(text) and _MOOD.search(text):
         flag("一次性情绪不能写成永久性格判断", LOG_ONLY)
+    said = terms(_THE_PERSON.sub("", text))
     for old in similar:
         # close words are not enough: another date, number, name or person is another memory
-        if _overlap(new_terms, terms(old.content)) >= DUPLICATE_OVERLAP and facts(text) == facts(old.content):
+        if (_overlap(said, terms(_THE_PERSON.sub("", old.content))) >= DUPLICATE_OVERLAP
+                and facts(text) == facts(old.content)):
             flag(f"低意外：与已有记忆 {old.id} 几乎相同", LOG_ONLY)
             break
     subjects = red_line_subjects(text)
