@@ -14,10 +14,13 @@ from .memory.service import MemoryService
 from .memory.sqlite_store import SQLiteStore
 from .memory.store import MemoryStore
 from .settings import Settings
+from .tunnel.bridges import Bridge
+from .tunnel.bridges import from_settings as bridge_from_settings
 from .tunnel.tunnel import Holder, memory_holder
 from .write.async_distill import Distiller
 from .write.commitment_arbitrate import arbiter
-from .write.llm import from_settings
+from .write.llm import JsonModel
+from .write.llm import from_settings as model_from_settings
 
 
 def open_store(settings: Settings) -> MemoryStore:
@@ -37,6 +40,21 @@ def open_service(settings: Settings, *, arbitrate: bool = True, store: MemorySto
                          **encoders)
 
 
+def bridge(settings: Settings) -> Bridge | None:
+    """The chat bridge OMBRE_BRIDGE names (cc-connect, command, file), or None when there is none."""
+    return bridge_from_settings(settings)
+
+
+def model(settings: Settings) -> JsonModel | None:
+    """The model behind arbitration and distillation (OMBRE_LLM), or None for the rules."""
+    return model_from_settings(settings)
+
+
+def distiller(settings: Settings, service: MemoryService) -> Distiller:
+    """Distillation on `service`, with the configured model (the rules when there is none)."""
+    return Distiller(settings, service, model(settings))
+
+
 def holder(settings: Settings) -> Holder:
     """Where a swap's handoff is held: the running service, else the store directly (vectors follow when the
     service next warms up)."""
@@ -48,7 +66,7 @@ def keeper_distill(settings: Settings) -> Callable[[Path, bool], None]:
     def run(path: Path, force: bool) -> None:
         service = open_service(settings)
         try:
-            Distiller(settings, service, from_settings(settings)).run(path, force=force)
+            distiller(settings, service).run(path, force=force)
         finally:
             service.close()
 

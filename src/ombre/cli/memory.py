@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..app import open_service
+from ..app import distiller, open_service
 from ..client import health, via_serve
 from ..errors import OmbreError, UsageError
 from ..memory import backup as backups
@@ -15,9 +15,7 @@ from ..memory.breath import BreathRequest
 from ..memory.hold import HoldRequest, HoldResult
 from ..memory.migrate import migrate
 from ..settings import Settings, database_url, namespace_name
-from ..write.async_distill import Distiller
 from ..write.async_distill import status as distill_state
-from ..write.llm import from_settings
 from . import render
 from .base import Exit, closing, command, dry_run_option, emit, group, json_option, session_path
 
@@ -336,8 +334,8 @@ def distill(ctx: click.Context, session: str | None, force: bool, explain: bool,
     if ctx.invoked_subcommand is not None:
         return
     settings = ctx.obj
-    result = Distiller(settings, service(settings), from_settings(settings)).run(
-        session_path(settings, session), force=force, dry_run=dry_run, explain=explain)
+    result = distiller(settings, service(settings)).run(session_path(settings, session), force=force,
+                                                       dry_run=dry_run, explain=explain)
     emit(as_json, result, lambda: render.distilled(result, dry_run=dry_run, explain=explain))
 
 

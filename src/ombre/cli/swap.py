@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
+from ..app import bridge as bridge_of
 from ..app import holder, keeper_distill
 from ..errors import OmbreError, UsageError
 from ..settings import Settings
 from ..transcript.sessions import recorded_cwd
 from ..tunnel import keeper as keeping
 from ..tunnel import new_window
-from ..tunnel.bridges import from_settings as bridge_of
 from ..tunnel.handoff import prepare
 from ..tunnel.tunnel import TunnelOptions
 from ..tunnel.tunnel import rebind as do_rebind

@@ -17,13 +17,28 @@ import jinja2
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from ... import jsonl_log
+from ... import doctor, jsonl_log
+from ...app import bridge as bridge_of
 from ...clock import parse_timestamp
 from ...errors import OmbreError, UsageError
 from ...memory.breath import BreathRequest
 from ...memory.namespaces import Tenants
 from ...memory.service import MemoryService
 from ...settings import Settings
+from ...transcript.bill import compute
+from ...transcript.sessions import find_session, session_files
+from ...transcript.usage import used_pct
+from ...tunnel import keeper as k
+from ...tunnel import new_window
+from ...tunnel.handoff import prepare
+from ...tunnel.keeper import KeeperState
+from ...tunnel.tunnel import TunnelOptions, run, service_holder
+from ...window.anchors import anchors
+from ...window.diet import DietOptions
+from ...window.diet import run as run_diet
+from ...window.forge import ForgeOptions
+from ...window.forge import run as run_forge
+from ...window.select import build_selector, parse_days
 from . import svg
 from .text import words
 
@@ -105,10 +120,6 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     @r.get("", response_class=HTMLResponse)
     @r.get("/", response_class=HTMLResponse, include_in_schema=False)  # /ui/ as people type it
     def overview(request: Request) -> HTMLResponse:
-        from ...transcript.bill import compute
-        from ...tunnel import new_window
-        from ...tunnel.keeper import KeeperState
-
         service = memories_of(request)
         if not request.state.owner:  # a namespace's overview: its own memories, nothing of the machine
             return page(request, "index", health=service.health(), keeper=None, week=None, waiting=None,
@@ -189,8 +200,6 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     def sessions(request: Request) -> HTMLResponse:
         if (refused := owner_only(request)) is not None:
             return refused
-        from ...transcript.sessions import session_files
-        from ...transcript.usage import used_pct
 
         rows = []
         folders = sorted(p for p in s.projects_dir.iterdir() if p.is_dir()) if s.projects_dir.is_dir() else []
@@ -206,15 +215,12 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
         return page(request, "sessions", rows=rows)
 
     def _session_path(sid: str) -> Path:
-        from ...transcript.sessions import find_session
-
         return find_session(sid, s.projects_dir)
 
     @r.get("/sessions/{sid}", response_class=HTMLResponse)
     def session(request: Request, sid: str) -> HTMLResponse:
         if (refused := owner_only(request)) is not None:
             return refused
-        from ...window.anchors import anchors
 
         try:
             path = _session_path(sid)
@@ -225,8 +231,6 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     def _selector(values: dict[str, str]):
         """The range picker's fields as the CLI's --retain / --keep-days / --keep-from-idx / --keep-to-idx."""
-        from ...window.select import build_selector
-
         return build_selector(s.forge_retain, s.forge_max_kept, retain=_int(values.get("retain")),
                               keep_days=values.get("keep_days") or None,
                               keep_from_idx=_int(values.get("keep_from_idx")),
@@ -234,11 +238,6 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     def _plan(path: Path, values: dict[str, str]):
         """The dry run the range picker shows: the same call as `ombre forge|diet --dry-run` with that range."""
-        from ...window.diet import DietOptions
-        from ...window.diet import run as run_diet
-        from ...window.forge import ForgeOptions
-        from ...window.forge import run as run_forge
-
         if values.get("mode") == "diet":
             return run_diet(path, DietOptions.from_settings(s, retain=_int(values.get("retain")) or None,
                                                                 dry_run=True))
@@ -248,9 +247,6 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     def plan(request: Request, sid: str) -> HTMLResponse:
         if (refused := owner_only(request)) is not None:
             return refused
-        from ...tunnel.handoff import prepare
-        from ...window.anchors import anchors
-        from ...window.select import parse_days
 
         values = dict(request.query_params)
         try:
@@ -267,9 +263,6 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     async def run_tunnel(request: Request, sid: str) -> HTMLResponse:
         if (refused := owner_only(request)) is not None:
             return refused
-        from ...tunnel.bridges import from_settings
-        from ...tunnel.tunnel import TunnelOptions, run, service_holder
-        from ...window.select import parse_days
 
         service = memories_of(request)
         values = await form(request)
@@ -282,7 +275,7 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
             result = run(s, path, TunnelOptions(
                 mode="diet" if diet else "forge", selector=None if diet else _selector(values),
                 handoff_days=parse_days(days) if days else (),
-                handoff_text=(values.get("handoff") or "").strip() or None), bridge=from_settings(s),
+                handoff_text=(values.get("handoff") or "").strip() or None), bridge=bridge_of(s),
                 holder=service_holder(service))
         except OmbreError as exc:
             return failed(request, exc)
@@ -293,13 +286,10 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     def keeper(request: Request) -> HTMLResponse:
         if (refused := owner_only(request)) is not None:
             return refused
-        from ... import doctor
-        from ...tunnel import keeper as k
-        from ...tunnel.bridges import from_settings
 
         service = memories_of(request)
         try:
-            bridge = from_settings(s)
+            bridge = bridge_of(s)
         except OmbreError:
             bridge = None
         status = k.status(s, None, bridge)
@@ -329,7 +319,6 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     def bill(request: Request, days: str = "30") -> HTMLResponse:
         if (refused := owner_only(request)) is not None:
             return refused
-        from ...transcript.bill import compute
 
         try:
             n = _int(days, 1, 3_650)
