@@ -39,7 +39,7 @@ from ombre.memory.sqlite_store import SQLiteStore
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.servers import Server  # noqa: E402
+from tests.support.servers import Server  # noqa: E402
 
 QUERIES = ["她最近睡得好吗", "我们上次去哪里玩了", "她喜欢吃什么", "什么时候复诊", "今天好难过",
            "她的猫叫什么", "周末有什么安排", "还记得去海边那次吗", "她在学什么乐器", "工作累不累"]

@@ -1,4 +1,4 @@
-"""Distillation quality on labelled companion-chat snippets (tests/distill_score.py), split once into dev
+"""Distillation quality on labelled companion-chat snippets (tests/support/distill_score.py), split once into dev
 and test; the rules are tuned on dev only and test is reported. With --backend anthropic|openai the same
 snippets go through that model backend, talking to a fake server that speaks the vendor's wire format and
 answers each snippet's labelled items — a proof of the plumbing (prompt, JSON, quote check), not of a model.
@@ -25,7 +25,7 @@ from ombre.settings import Settings  # noqa: E402
 from ombre.write import distill_rules  # noqa: E402
 from ombre.write.async_distill import model_candidates, rules_candidates  # noqa: E402
 from ombre.write.llm import from_settings  # noqa: E402
-from tests.distill_score import Score, by_category, load, score  # noqa: E402
+from tests.support.distill_score import Score, by_category, load, score  # noqa: E402
 
 KINDS = {"promise_asked": "承诺", "standing_rule": "规则", "food_allergy": "偏好", "names": "关系",
          "fear_secret": "感受", "family_event": "事件", "plan_event": "事件", "preference_fact": "偏好",
@@ -113,8 +113,8 @@ def _line(name: str, s) -> str:
 def oracle_backend(kind: str, cases):
     """A fake of `kind` whose answer to each snippet is that snippet's labelled items, and the extractor
     that asks it through the real backend."""
-    from tests.fake_anthropic import FakeAnthropic, Reply
-    from tests.fake_openai import FakeOpenAI
+    from tests.support.fake_anthropic import FakeAnthropic, Reply
+    from tests.support.fake_openai import FakeOpenAI
 
     fake = FakeAnthropic() if kind == "anthropic" else FakeOpenAI()
     fake.__enter__()  # both fakes are context managers; left open for the whole run

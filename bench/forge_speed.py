@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.transcript_gen import SessionBuilder, ascii_text, cjk_text, fake_png  # noqa: E402
+from tests.support.transcript_gen import SessionBuilder, ascii_text, cjk_text, fake_png  # noqa: E402
 
 # The baseline is the faster of the two plain ways to parse every line with the stdlib json module.
 PARSE = """
@@ -64,7 +64,7 @@ print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss /
 
 def generate_chatty(path: Path, megabytes: int, seed: int = 2) -> None:
     """Many short lines: a long CJK chat with small tool calls (the per-line cost dominates here)."""
-    from tests.transcript_gen import companion_session
+    from tests.support.transcript_gen import companion_session
 
     rng = random.Random(seed)
     target = megabytes * 1024 * 1024

@@ -30,8 +30,8 @@ from breath_latency import build, corpus, p95  # noqa: E402
 
 import ombre  # noqa: E402
 from ombre.memory.sqlite_store import SQLiteStore  # noqa: E402
-from tests.servers import Server, free_port, ombre_env  # noqa: E402
-from tests.transcript_gen import companion_session  # noqa: E402
+from tests.support.servers import Server, free_port, ombre_env  # noqa: E402
+from tests.support.transcript_gen import companion_session  # noqa: E402
 
 OMBRE = str(Path(sys.executable).parent / "ombre")
 

@@ -18,9 +18,9 @@ from ombre.memory.breath import BreathRequest
 from ombre.memory.hold import HoldRequest
 from ombre.memory.service import MemoryService
 from ombre.settings import Settings
-from tests.fake_anthropic import FakeAnthropic, Reply
-from tests.fake_openai import FakeOpenAI
-from tests.servers import Server
+from tests.support.fake_anthropic import FakeAnthropic, Reply
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.servers import Server
 
 
 def service(tmp_path: Path, embedder, **env: str) -> MemoryService:

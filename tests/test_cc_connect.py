@@ -16,8 +16,8 @@ from ombre.transcript.sessions import project_dir_name
 from ombre.tunnel import cc_connect
 from ombre.tunnel.bridges import CcConnectBridge, from_settings
 from ombre.tunnel.tunnel import TunnelOptions, run
-from tests.servers import cc_connect_file
-from tests.transcript_gen import SessionBuilder
+from tests.support.servers import cc_connect_file
+from tests.support.transcript_gen import SessionBuilder
 
 
 def session_in(claude_home: Path, work_dir: str, seed: int = 1) -> Path:

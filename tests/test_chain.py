@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ombre.transcript.chain import is_real_user, scan
 from tests.conftest import FIXTURES, install
-from tests.transcript_gen import SessionBuilder, companion_session
+from tests.support.transcript_gen import SessionBuilder, companion_session
 
 
 def _write(tmp_path: Path, text: str) -> Path:

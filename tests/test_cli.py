@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from ombre.cli import main
 from tests.conftest import sha256
-from tests.transcript_gen import companion_session
+from tests.support.transcript_gen import companion_session
 
 
 def _session(claude_home: Path, turns: int = 6) -> Path:

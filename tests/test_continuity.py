@@ -22,8 +22,8 @@ from ombre.window.forge import run as run_forge
 from ombre.window.select import EndSpec, Selector
 from ombre.window.verify import Expectation, check_session
 from tests.conftest import sha256
-from tests.invariants import assert_new_session_sound
-from tests.transcript_gen import SessionBuilder, long_agentic_turn
+from tests.support.invariants import assert_new_session_sound
+from tests.support.transcript_gen import SessionBuilder, long_agentic_turn
 
 SUMMARY = ("This session is being continued from a previous conversation that ran out of context. The summary "
            "below covers the earlier portion of the conversation.\n\nSummary:\n1. Primary Request and Intent:\n"

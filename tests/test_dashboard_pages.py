@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from ombre.serve.ui import svg
-from tests.servers import Server, free_port
+from tests.support.servers import Server, free_port
 
 
 @pytest.fixture

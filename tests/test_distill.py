@@ -16,9 +16,9 @@ from ombre.settings import Settings
 from ombre.tunnel.keeper import Keeper
 from ombre.write.async_distill import Distiller, Turn, mark_started, reads_from, rules_candidates, started, status
 from ombre.write.llm import from_settings
-from tests.distill_score import load, score
-from tests.fake_openai import FakeOpenAI
-from tests.transcript_gen import SessionBuilder
+from tests.support.distill_score import load, score
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.transcript_gen import SessionBuilder
 
 NOW = dt.datetime(2026, 8, 3, 12, 0, tzinfo=dt.timezone.utc)
 

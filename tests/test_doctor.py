@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import Server, free_port, ombre_env
+from tests.support.servers import Server, free_port, ombre_env
 
 OMBRE = [str(Path(sys.executable).parent / "ombre")]
 
@@ -60,7 +60,7 @@ def test_a_healthy_set_up_passes(tmp_path):
 def test_cc_connect_checks_each_fail_alone_and_fix_starts_a_bridge_an_interrupted_swap_left_stopped(tmp_path):
     """The bridge as cc-connect really is: its auto-compress and reset-on-idle settings, a bound session it
     would not find, and a tunnel killed between stopping and starting it."""
-    from tests.servers import cc_connect_file
+    from tests.support.servers import cc_connect_file
     from tests.test_cc_connect import session_in
 
     work = "/home/user/companion"
@@ -102,7 +102,7 @@ def test_cc_connect_checks_each_fail_alone_and_fix_starts_a_bridge_an_interrupte
 
 
 def test_the_bridge_check_fails_when_cc_connect_would_not_find_the_bound_session(tmp_path):
-    from tests.servers import cc_connect_file
+    from tests.support.servers import cc_connect_file
     from tests.test_cc_connect import session_in
 
     work = "/home/user/my+bot"  # Claude Code and cc-connect name this work dir's folder differently

@@ -15,7 +15,7 @@ from ombre.window.forge import ForgeOptions
 from ombre.window.forge import run as run_forge
 from ombre.window.select import EndSpec, Selector, local_time, shanghai_day
 from tests.conftest import FIXTURES, fixture_id, fixture_transcripts, install, sha256
-from tests.invariants import assert_new_session_sound
+from tests.support.invariants import assert_new_session_sound
 
 # Files with no main-chain reply to end a window on: subagent sidechains, hook logs (not a transcript),
 # and a session whose last act was /compact (only the summary and command output follow the boundary).

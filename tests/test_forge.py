@@ -18,8 +18,8 @@ from ombre.window.forge import run as run_forge
 from ombre.window.select import Selector
 from ombre.window.squash import squash_line, squash_text
 from tests.conftest import sha256
-from tests.invariants import assert_new_session_sound
-from tests.transcript_gen import SessionBuilder, companion_session, fake_png, long_agentic_turn
+from tests.support.invariants import assert_new_session_sound
+from tests.support.transcript_gen import SessionBuilder, companion_session, fake_png, long_agentic_turn
 
 
 def _write(tmp_path: Path, b: SessionBuilder, age_s: float = 3600) -> Path:

@@ -15,7 +15,7 @@ import pytest
 from ombre.errors import OmbreError
 from ombre.window import diet, forge
 from ombre.window.select import Selector
-from tests.transcript_gen import companion_session
+from tests.support.transcript_gen import companion_session
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "claude-code"
 SOURCES = ["spotter-2.1/short.jsonl", "spotter-2.1/tool_heavy.jsonl", "viewer-1.0/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"]

@@ -15,7 +15,7 @@ from ombre.errors import MemoryInputError
 from ombre.memory.breath import BreathRequest
 from ombre.memory.hold import HoldRequest
 from ombre.settings import Settings
-from tests.servers import Server
+from tests.support.servers import Server
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_the_hook_client_stops_reading_a_never_ending_answer():
 def _session(tmp_path):
     import random
 
-    from tests.transcript_gen import companion_session
+    from tests.support.transcript_gen import companion_session
 
     path = tmp_path / "0b1e6f5e-1111-4222-8333-444455556666.jsonl"
     path.write_text(companion_session(random.Random(4), turns=6, payload_chars=20_000).text(), encoding="utf-8")

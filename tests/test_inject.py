@@ -23,8 +23,8 @@ from ombre.memory.hold import HoldRequest
 from ombre.memory.service import MemoryService
 from ombre.settings import Settings
 from ombre.tokens import estimate_text
-from tests.fake_anthropic import FakeAnthropic
-from tests.servers import OMBRE, Gateway, Server, free_port, ombre_env
+from tests.support.fake_anthropic import FakeAnthropic
+from tests.support.servers import OMBRE, Gateway, Server, free_port, ombre_env
 
 NOW = dt.datetime(2026, 12, 3, 4, 0, tzinfo=dt.timezone.utc)  # 12:00 in Shanghai
 HOOK = [str(Path(sys.executable).parent / "ombre"), "hook"]
@@ -491,7 +491,7 @@ def test_the_session_start_hook_is_skipped_when_the_window_opens_with_the_handof
     from ombre.window.forge import ForgeOptions
     from ombre.window.forge import run as run_forge
     from ombre.window.select import Selector
-    from tests.transcript_gen import companion_session
+    from tests.support.transcript_gen import companion_session
 
     home, env = served
     folder = tmp_path / "p"

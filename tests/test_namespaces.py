@@ -12,7 +12,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import fresh_database
-from tests.servers import OMBRE, Server, ombre_env
+from tests.support.servers import OMBRE, Server, ombre_env
 
 
 def add_namespace(env: dict, name: str) -> str:

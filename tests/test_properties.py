@@ -17,8 +17,8 @@ from ombre.window.forge import ForgeOptions
 from ombre.window.forge import run as run_forge
 from ombre.window.select import EndSpec, Selector
 from tests.conftest import sha256
-from tests.invariants import assert_new_session_sound
-from tests.transcript_gen import companion_session
+from tests.support.invariants import assert_new_session_sound
+from tests.support.transcript_gen import companion_session
 
 shapes = st.fixed_dictionaries({
     "seed": st.integers(0, 2**32 - 1),

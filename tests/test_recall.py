@@ -29,8 +29,8 @@ from ombre.settings import Settings
 from ombre.transcript import tail
 from ombre.transcript.lines import is_real_user
 from tests.conftest import FIXTURES, fixture_transcripts
-from tests.servers import OMBRE, Server, ombre_env
-from tests.transcript_gen import SessionBuilder, companion_session
+from tests.support.servers import OMBRE, Server, ombre_env
+from tests.support.transcript_gen import SessionBuilder, companion_session
 
 NOW = dt.datetime(2026, 12, 3, 4, 0, tzinfo=dt.timezone.utc)
 

@@ -23,8 +23,8 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from ombre.cli import main
-from tests.servers import OMBRE, Server, ombre_env
-from tests.transcript_gen import companion_session
+from tests.support.servers import OMBRE, Server, ombre_env
+from tests.support.transcript_gen import companion_session
 
 MACHINE_PAGES = ["/ui/sessions", "/ui/sessions/{sid}", "/ui/sessions/{sid}/plan", "/ui/keeper", "/ui/bill",
                  "/ui/hooks"]
@@ -130,8 +130,8 @@ def test_a_named_host_is_served_when_allowed(tmp_path):
 
 
 def test_the_gateway_refuses_another_sites_name_and_origin(tmp_path):
-    from tests.fake_anthropic import FakeAnthropic
-    from tests.servers import Gateway
+    from tests.support.fake_anthropic import FakeAnthropic
+    from tests.support.servers import Gateway
 
     with FakeAnthropic() as fake:
         gw = Gateway(tmp_path, fake.url, OMBRE_VECTORS="0")

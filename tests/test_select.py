@@ -10,7 +10,7 @@ import pytest
 from ombre.errors import SelectionError, UsageError
 from ombre.transcript.chain import scan
 from ombre.window.select import EndSpec, Selector, parse_days, parse_moment, select, turns
-from tests.transcript_gen import SessionBuilder
+from tests.support.transcript_gen import SessionBuilder
 
 SH = dt.timezone(dt.timedelta(hours=8))
 

@@ -14,7 +14,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.servers import OMBRE, Server, free_port, ombre_env
+from tests.support.servers import OMBRE, Server, free_port, ombre_env
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ def test_concurrent_holds_through_http_and_cli_lose_nothing(server, tmp_path):
 def test_hold_and_breath_use_a_running_serve_on_the_same_database(tmp_path):
     """Issue #17 item 8: with `ombre serve` up on this OMBRE_HOME, the CLI asks it (its models are loaded)
     instead of opening the store and loading them again; a serve for another home is not used."""
-    from tests.servers import Server, ombre_env
+    from tests.support.servers import Server, ombre_env
 
     server = Server(tmp_path, token="tok")
     try:

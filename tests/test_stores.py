@@ -395,7 +395,7 @@ def test_two_services_and_two_cli_loops_on_one_database_keep_every_write_and_the
     import httpx
 
     from ombre.memory.postgres_store import PostgresStore
-    from tests.servers import OMBRE, Server
+    from tests.support.servers import OMBRE, Server
 
     url = fresh_database(postgres)
     extra = {"OMBRE_DB": url, "OMBRE_VECTORS": "0", "OMBRE_MAX_PINNED": "5"}

@@ -25,8 +25,8 @@ from ombre.tunnel.keeper import Keeper, KeeperState, Reading, decide, status
 from ombre.tunnel.tunnel import TunnelOptions, recover, run
 from ombre.window.verify import Expectation, verify_session
 from tests.conftest import sha256
-from tests.servers import cc_connect_file, free_port
-from tests.transcript_gen import SessionBuilder, ascii_text
+from tests.support.servers import cc_connect_file, free_port
+from tests.support.transcript_gen import SessionBuilder, ascii_text
 
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.timezone.utc)
 PRIVATE = ["今天好累啊，加班到十点。", "周四下午三点我要去复诊，你记得提醒我。", "我对花生过敏，千万别推荐花生。",

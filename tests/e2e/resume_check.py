@@ -3,7 +3,7 @@
 Both sides are reduced to the blocks that identify a conversation — the person's and the assistant's text,
 thinking (by signature), tool calls and results (by id), images — each with the role of the API message it
 travels in. Ombre's side is its rebuilt chain (`scan(path).chain`), turned into API messages by the same
-rules Claude Code 2.1.112 applies on resume (tests/invariants.py `_merged`, and the resume-time drops:
+rules Claude Code 2.1.112 applies on resume (tests/support/invariants.py `_merged`, and the resume-time drops:
 an assistant line whose every tool call went unanswered, a thinking-only line of a response with nothing
 else). System reminders Claude Code adds and the prompt of the resuming turn are left out of the request.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ombre.transcript.chain import scan
-from tests.invariants import _merged
+from tests.support.invariants import _merged
 
 REMINDER = "<system-reminder>"
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.claude import ClaudeCode
-from tests.fake_anthropic import FakeAnthropic
-from tests.servers import free_port
+from tests.support.fake_anthropic import FakeAnthropic
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.e2e
 STANDIN = Path(__file__).with_name("standin_cc_connect.py")

@@ -20,7 +20,7 @@ from ombre.window.forge import ForgeOptions
 from ombre.window.forge import run as run_forge
 from ombre.window.select import Selector
 from tests.e2e.claude import ClaudeCode
-from tests.fake_anthropic import FakeAnthropic, Reply
+from tests.support.fake_anthropic import FakeAnthropic, Reply
 
 pytestmark = pytest.mark.e2e
 COMPACT_MARK = "Respond with TEXT ONLY"

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from tests.e2e.claude import ClaudeCode
-from tests.fake_anthropic import FakeAnthropic, Reply
-from tests.servers import Server, free_port
+from tests.support.fake_anthropic import FakeAnthropic, Reply
+from tests.support.servers import Server, free_port
 
 pytestmark = pytest.mark.e2e
 BLOCK_HEAD = "ombre · 本轮记忆"
@@ -109,7 +109,7 @@ def test_cards_ride_the_user_turn_and_the_cached_prefix_never_changes(tmp_path: 
 
 def test_claude_code_through_the_gateway_keeps_its_prefix_and_gets_cards(tmp_path: Path, cli: Path):
     """A client that runs no hooks: the real CLI pointed at `ombre gateway`, which forwards to the fake."""
-    from tests.servers import OMBRE, ombre_env
+    from tests.support.servers import OMBRE, ombre_env
 
     home = tmp_path / "gw"
     subprocess.run(OMBRE + ["hold", "她周四下午三点要去医院复诊", "--type", "承诺", "--quote", "我周四下午三点复诊"],

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.claude import ClaudeCode
-from tests.fake_anthropic import FakeAnthropic, Reply
-from tests.transcript_gen import SessionBuilder
+from tests.support.fake_anthropic import FakeAnthropic, Reply
+from tests.support.transcript_gen import SessionBuilder
 
 pytestmark = pytest.mark.e2e
 

@@ -20,7 +20,7 @@ from ombre.window.forge import run as run_forge
 from ombre.window.select import Selector
 from tests.conftest import sha256
 from tests.e2e.claude import ClaudeCode
-from tests.fake_anthropic import FakeAnthropic, Reply
+from tests.support.fake_anthropic import FakeAnthropic, Reply
 
 pytestmark = pytest.mark.e2e
 COMPACT_MARK = "Respond with TEXT ONLY"  # Claude Code's summarisation request
@@ -178,7 +178,7 @@ def test_a_window_cut_inside_one_long_turn_resumes(session, compacted):
     without compacting, with the marker as the first user message and no orphan tool call."""
     import random
 
-    from tests.transcript_gen import long_agentic_turn
+    from tests.support.transcript_gen import long_agentic_turn
 
     cc, fake, _ = session
     b = long_agentic_turn(random.Random(11 + compacted), compacted=compacted, cwd=str(cc.workdir.resolve()),
@@ -202,7 +202,7 @@ def test_a_message_id_that_spans_a_tool_result_resumes(session, operation):
     on B's line off the chain. Diet and forge keep all three pairs and the real CLI resumes them."""
     import random
 
-    from tests.transcript_gen import SessionBuilder
+    from tests.support.transcript_gen import SessionBuilder
 
     cc, fake, _ = session
     b = SessionBuilder(random.Random(21), cwd=str(cc.workdir.resolve()), version="2.1.112")

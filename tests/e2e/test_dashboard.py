@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES
-from tests.servers import OMBRE, Server, free_port, ombre_env
+from tests.support.servers import OMBRE, Server, free_port, ombre_env
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = Path("/usr/lib/chromium/chromium")

@@ -20,8 +20,8 @@ import pytest
 from ombre.inject.cards import JUST_NOW_TITLE, SESSION_HEADER
 from ombre.transcript.lines import HANDOFF_HEADER
 from tests.e2e.claude import ClaudeCode
-from tests.fake_anthropic import FakeAnthropic, Reply
-from tests.servers import Server, free_port
+from tests.support.fake_anthropic import FakeAnthropic, Reply
+from tests.support.servers import Server, free_port
 
 pytestmark = pytest.mark.e2e
 OMBRE = [sys.executable, "-m", "ombre.cli"]

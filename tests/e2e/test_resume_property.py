@@ -29,8 +29,8 @@ from ombre.window.forge import run as run_forge
 from ombre.window.select import Selector
 from tests.e2e.claude import ClaudeCode
 from tests.e2e.resume_check import chain_tokens, request_tokens
-from tests.fake_anthropic import FakeAnthropic
-from tests.transcript_gen import companion_session
+from tests.support.fake_anthropic import FakeAnthropic
+from tests.support.transcript_gen import companion_session
 
 pytestmark = pytest.mark.e2e
 SESSIONS = int(os.environ.get("OMBRE_RESUME_SESSIONS", "200"))

@@ -26,8 +26,8 @@ from typing import Callable
 
 from ombre.write.async_distill import Candidate, Turn
 
-REPO = Path(__file__).resolve().parents[1]
-LABELLED = Path(__file__).with_name("data") / "distill_labelled.jsonl"
+REPO = Path(__file__).resolve().parents[2]
+LABELLED = REPO / "tests" / "data" / "distill_labelled.jsonl"
 BLIND = sorted((REPO / "bench" / "data").glob("distill_set_*.jsonl"))
 SECOND = REPO / "bench" / "data"
 
