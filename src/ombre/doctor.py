@@ -14,8 +14,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from . import jsonl_log
+from .app import bridge as bridge_of
+from .app import open_store
+from .client import health as probe
 from .errors import OmbreError
+from .inject.install import plan
+from .memory import backup
 from .settings import Settings
+from .transcript.sessions import find_session
+from .tunnel import cc_connect, new_window
+from .tunnel.keeper import KeeperState, newest_written, seed, standing_refusals
+from .tunnel.tunnel import journal_path, recover
+from .write.async_distill import reads_from, started
 
 BACKUP_MAX_AGE = dt.timedelta(days=2)
 SESSION_MAX_BYTES = 50_000_000  # past this a bound session is carrying unsquashed images or tool output
@@ -38,8 +48,6 @@ def _same_place(a: str, b: str) -> bool:
 
 
 def _serve(s: Settings, own: dict | None = None, own_url: str | None = None) -> Check:
-    from .client import health as probe
-
     if own is not None and own_url and not _same_place(own_url, s.memory_url):
         # the dashboard's own service is up by definition; what matters is whether the hooks reach it
         return Check("memory service", False, f"this service answers at {own_url}, but the hooks and the CLI ask "
@@ -59,8 +67,6 @@ def _serve(s: Settings, own: dict | None = None, own_url: str | None = None) -> 
 
 
 def _installed(s: Settings) -> Check:
-    from .inject.install import plan
-
     try:
         pending = [c for c in plan(s, install=True, env=dict(os.environ)) if c.changed]
     except OmbreError as exc:
@@ -72,13 +78,8 @@ def _installed(s: Settings) -> Check:
 
 
 def _bridge(s: Settings, fix: bool) -> list[Check]:
-    from .transcript.sessions import find_session
-    from .tunnel.bridges import from_settings
-    from .tunnel.keeper import newest_written
-    from .tunnel.tunnel import journal_path, recover
-
     try:
-        bridge = from_settings(s)
+        bridge = bridge_of(s)
     except OmbreError as exc:
         return [Check("bridge", False, exc.message, exc.hint)]
     if bridge is None:
@@ -119,8 +120,6 @@ def _bridge(s: Settings, fix: bool) -> list[Check]:
 
 def _cc_connect(s: Settings) -> list[Check]:
     """cc-connect's own window work undoes the keeper's: /compact behind its back, or a fresh session."""
-    from .tunnel import cc_connect
-
     if s.bridge != "cc-connect":
         return []
     try:
@@ -144,8 +143,6 @@ def _cc_connect(s: Settings) -> list[Check]:
 
 
 def _waiting_for_new(s: Settings) -> list[Check]:
-    from .tunnel import new_window
-
     flag = new_window.waiting(s)
     if flag is None:
         return []
@@ -154,8 +151,6 @@ def _waiting_for_new(s: Settings) -> list[Check]:
 
 
 def _keeper(s: Settings) -> list[Check]:
-    from .tunnel.keeper import KeeperState
-
     checks = []
     if not s.keeper_state.exists():
         checks.append(Check("keeper cooldowns", False, f"no state file at {s.keeper_state}",
@@ -168,7 +163,6 @@ def _keeper(s: Settings) -> list[Check]:
                             + (f"; breaker OPEN after {state.failures} failures" if state.breaker else ""),
                             "fix the error of the last runs, then `ombre keeper reset`" if state.breaker else ""))
     if s.keeper_state.exists():
-        from .tunnel.keeper import standing_refusals
 
         refused = standing_refusals(KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc)))
         checks.append(Check("keeper refusals", not refused,
@@ -196,8 +190,6 @@ def _writes(s: Settings) -> Check:
 
 
 def _distill_start(s: Settings) -> Check:
-    from .write.async_distill import reads_from, started
-
     if not s.async_distill:
         return Check("distillation start", True, "background distillation is off (ASYNC_DISTILL=0)")
     return Check("distillation start", True, reads_from(s) + ("" if started(s) else
@@ -207,9 +199,6 @@ def _distill_start(s: Settings) -> Check:
 def _arbitration(s: Settings) -> list[Check]:
     """How the last writes were arbitrated: open contradictions wait for the person; a failed arbitration
     (the model down) wrote memories as 未确认 and says which backend to look at."""
-    from .app import open_store
-    from .memory import backup
-
     if not s.db and (not s.memory_db.exists() or backup.problem(s.memory_db) is not None):
         return []  # the database check says what is wrong
     try:
@@ -237,10 +226,7 @@ def _arbitration(s: Settings) -> list[Check]:
 
 
 def _database(s: Settings, fix: bool) -> list[Check]:
-    from .memory import backup
-
     if s.db:
-        from .app import open_store
 
         try:
             store = open_store(s)
@@ -277,7 +263,6 @@ def run(s: Settings, fix: bool = False, serve_health: dict | None = None, serve_
     if fix:
         for c in checks:
             if c.name == "keeper cooldowns" and not c.ok and not s.keeper_state.exists():
-                from .tunnel.keeper import seed
 
                 c.fixed = f"seeded the cooldowns at {seed(s, by='ombre doctor --fix')}"
     return checks
