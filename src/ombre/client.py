@@ -31,7 +31,8 @@ def post_json(url: str, body: dict, *, token: str | None, timeout: float) -> dic
         return None
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
     try:
-        raw = _post_http(url, data, token, timeout) if url.startswith("http://") else _post_urllib(url, data, token, timeout)
+        post = _post_http if url.startswith("http://") else _post_urllib
+        raw = post(url, data, token, timeout)
         answer = json.loads(raw) if raw is not None else None
     except (OSError, ValueError):
         return None

@@ -97,7 +97,8 @@ def _memory_steps(settings: Settings, chat: Path) -> list[Step]:
         distilled = Distiller(settings, service).run(chat, force=True)
         kept = [f"[{c['type']}] {c['content']} ← 「{c['quote'] or '未确认'}」 → {h['decision']}"
                 for c, h in zip(distilled.candidates, distilled.held)] or [f"nothing kept: {distilled.reason}"]
-        r = service.hold(HoldRequest(content="每周的语音改到周四晚上", type="承诺", quote="以后周三的语音改到周四晚上吧"))
+        r = service.hold(HoldRequest(content="每周的语音改到周四晚上", type="承诺",
+                                     quote="以后周三的语音改到周四晚上吧"))
         verdict = f"  arbitration: {r.arbitration['action']} ({r.arbitration['reason']})" if r.arbitration else ""
         change = f"hold [承诺] 每周的语音改到周四晚上 → {r.decision}, {r.status}{verdict}"
         block = turn_block(service, InjectRequest("我们这周什么时候语音呀？", session_id="demo"))

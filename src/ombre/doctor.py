@@ -242,7 +242,8 @@ def _database(s: Settings, fix: bool) -> list[Check]:
         return [Check("database", True, f"no memory database yet ({s.memory_db}): nothing held")]
     wrong = backup.problem(s.memory_db)
     checks = [Check("database", wrong is None, wrong or f"{s.memory_db} passes SQLite's check",
-                    "" if wrong is None else "restore the newest good backup: `ombre backup --list`, `ombre restore FILE`")]
+                    "" if wrong is None else
+                    "restore the newest good backup: `ombre backup --list`, `ombre restore FILE`")]
     newest = backup.backups(s.backups_dir)[-1:]
     age = dt.datetime.now().timestamp() - newest[0].stat().st_mtime if newest else None
     fresh = age is not None and age < BACKUP_MAX_AGE.total_seconds()
@@ -258,7 +259,8 @@ def _database(s: Settings, fix: bool) -> list[Check]:
 def run(s: Settings, fix: bool = False, serve_health: dict | None = None, serve_url: str | None = None) -> list[Check]:
     """`serve_health` and `serve_url`: the service's own /health and address, when the caller is `ombre serve`
     itself (the dashboard)."""
-    checks = [_serve(s, serve_health, serve_url), _installed(s), *_bridge(s, fix), *_cc_connect(s), *_waiting_for_new(s), *_keeper(s),
+    checks = [_serve(s, serve_health, serve_url), _installed(s), *_bridge(s, fix), *_cc_connect(s),
+              *_waiting_for_new(s), *_keeper(s),
               _writes(s), _distill_start(s), *_arbitration(s), *_database(s, fix)]
     if fix:
         for c in checks:

@@ -58,7 +58,8 @@ def _zone(name: str) -> str:
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise UsageError(f"OMBRE_TZ={name!r} is not a time zone", hint="use an IANA name such as Asia/Shanghai") from None
+        raise UsageError(f"OMBRE_TZ={name!r} is not a time zone",
+                         hint="use an IANA name such as Asia/Shanghai") from None
     return name
 
 
@@ -229,7 +230,8 @@ class Settings:
             cc_connect_config=Path(env.get("OMBRE_CC_CONNECT_CONFIG") or home / ".cc-connect" / "config.toml"
                                    ).expanduser(),
             bridge_project=env.get("OMBRE_BRIDGE_PROJECT") or None,
-            bridge_work_dir=Path(env["OMBRE_BRIDGE_WORK_DIR"]).expanduser() if env.get("OMBRE_BRIDGE_WORK_DIR") else None,
+            bridge_work_dir=(Path(env["OMBRE_BRIDGE_WORK_DIR"]).expanduser() if env.get("OMBRE_BRIDGE_WORK_DIR")
+                             else None),
             hysteresis_pct=_int(env, "AUTO_FORGE_HYSTERESIS_PCT", 3),
             max_failures=_int(env, "AUTO_FORGE_MAX_FAILURES", 3),
             backups_keep=_int(env, "OMBRE_BACKUPS_KEEP", 20),

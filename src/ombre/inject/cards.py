@@ -168,8 +168,8 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
 
     today = now.astimezone(SHANGHAI).date()
     tomorrow = today + dt.timedelta(days=1)
-    due = [(to_card(m, 1.0, {"due": day.isoformat()}), day) for m, day in anniversary.due(service.store, [today, tomorrow])
-           if m.type != HANDOFF_TYPE]
+    due = [(to_card(m, 1.0, {"due": day.isoformat()}), day)
+           for m, day in anniversary.due(service.store, [today, tomorrow]) if m.type != HANDOFF_TYPE]
     # a handoff reaches a window once, by the swap's own paths ("Just Now", the session start, the window's
     # first line): as a recalled card it would come back turn after turn, marked 未确认
     recalled = [c for c in result.cards if c.relevant and c.type != HANDOFF_TYPE]

@@ -121,7 +121,8 @@ def _without_ours(groups: list) -> list:
         if not isinstance(group, dict):
             out.append(group)
             continue
-        hooks = [h for h in group.get("hooks", []) if not (isinstance(h, dict) and _OURS.search(str(h.get("command", ""))))]
+        hooks = [h for h in group.get("hooks", [])
+                 if not (isinstance(h, dict) and _OURS.search(str(h.get("command", ""))))]
         if hooks or not group.get("hooks"):
             out.append({**group, "hooks": hooks} if "hooks" in group else group)
     return out

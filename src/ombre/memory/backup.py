@@ -177,4 +177,5 @@ def check_at_start(db_path: Path, backups_dir: Path) -> None:
         good = newest_good(backups_dir)
         raise StoreError(f"the memory database is damaged: {wrong}",
                          hint=(f"restore the newest good backup: ombre restore {good}" if good else
-                               "no good backup was found; `ombre memories export` from a copy may save what is readable"))
+                               "no good backup was found; `ombre memories export` from a copy may save what is "
+                               "readable"))

@@ -99,7 +99,8 @@ def _reindex_terms(db) -> None:
     for namespace, mid, title, content, tags, old_words, old_grams in rows:
         terms = document_of(title, content, tags)
         if terms != (old_words, old_grams):
-            db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE namespace=%s AND id=%s",
+            db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} "
+                       "WHERE namespace=%s AND id=%s",
                        (*terms, token_count(terms), *terms, namespace, mid))
         counts.update((namespace, t) for t in distinct_terms(terms))
     db.execute("DELETE FROM term_docs")
@@ -147,7 +148,8 @@ class PostgresStore(SqlStore):
         self._stats_cache: tuple[str | None, tuple[int, float]] | None = None
         self._holding = threading.RLock()
         if share is not None:  # another namespace on the same connection (see beside)
-            self.url, self._psycopg, self._db, self._lock, self._owner = url, share._psycopg, share._db, share._lock, False
+            self.url, self._psycopg, self._db, self._lock = url, share._psycopg, share._db, share._lock
+            self._owner = False
             return
         self._owner = True
         try:
@@ -250,15 +252,16 @@ class PostgresStore(SqlStore):
             # empty table and walks the whole namespace through the primary key on every keyword search
             db.execute("ANALYZE memories")
 
-    def _insert(self, db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
+    def _insert(self, db, namespace: str,
+                rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
         counts: Counter[str] = Counter()
         for memory, terms, vectors in rows:
             cells: list = []  # each row written once: an update would index its vectors in HNSW twice
             for key in VECTOR_COLUMNS:
                 vector = (vectors or {}).get(key)
                 cells += [None, None] if vector is None else [np.asarray(vector, dtype=np.float32), SPECS[key].model]
-            db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *cells, *terms, token_count(terms), terms[0],
-                                 terms[1]))
+            db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *cells, *terms, token_count(terms),
+                                 terms[0], terms[1]))
             counts.update(distinct_terms(terms))
         for sql, params in self._count_steps(counts, namespace):
             db.execute(sql, params)

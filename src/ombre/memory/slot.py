@@ -77,7 +77,8 @@ def subject_of(text: str) -> str:
 
 # A change said thing-first ("吃早饭的提醒改成早上七点半", "语音换到周四", "吃药以后改九点"): the slot is the
 # thing changed, never "吃早饭" read as the owner of "的提醒".
-_CHANGED = re.compile(r"^\s*(?P<thing>.{1,12}?)(?:的)?(?:提醒|时间|闹钟|安排|日子|时候)?(?:以后|从今以后|之后|从明天起|从下周起)?"
+_CHANGED = re.compile(r"^\s*(?P<thing>.{1,12}?)(?:的)?(?:提醒|时间|闹钟|安排|日子|时候)?"
+                      r"(?:以后|从今以后|之后|从明天起|从下周起)?"
                       r"(?:都|就)?(?:改成|改到|改为|改在|改|换成|换到|换在|挪到|调到|提前到|推迟到|延后到)")
 
 

@@ -141,7 +141,8 @@ class SQLiteStore(SqlStore):
     def delete(self, memory_id: str) -> None:
         """Remove a memory, its vectors and its keyword terms, in one transaction."""
         with self._transaction() as db:
-            if db.execute("DELETE FROM memories WHERE id=? AND +namespace=?", (memory_id, self.namespace)).rowcount == 0:
+            gone = db.execute("DELETE FROM memories WHERE id=? AND +namespace=?", (memory_id, self.namespace))
+            if gone.rowcount == 0:
                 return
             counts: Counter[str] = Counter()
             for rowid, words, grams in db.execute("SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?",

@@ -36,7 +36,8 @@ def create_app(service: MemoryService, token: str | None = None,
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{h}:*" if ":" not in h else f"[{h}]:*" for h in hosts] + [
             h if ":" not in h else f"[{h}]" for h in hosts],
-        allowed_origins=[f"{scheme}://{h if ':' not in h else f'[{h}]'}:*" for h in hosts for scheme in ("http", "https")]))
+        allowed_origins=[f"{scheme}://{h if ':' not in h else f'[{h}]'}:*"
+                         for h in hosts for scheme in ("http", "https")]))
     mcp_app = mcp.streamable_http_app()
 
     @contextlib.asynccontextmanager

@@ -143,7 +143,8 @@ def _said(t: Transcript, events: list[Entry]):
 
 
 def is_question(sentence: str) -> bool:
-    """A question asks (「我下个月要考什么来着，你还记得吗」); a request asked nicely (「明天提醒我带伞好吗」) is a to-do."""
+    """A question asks (「我下个月要考什么来着，你还记得吗」); a request asked nicely (「明天提醒我带伞好吗」)
+    is a to-do."""
     body = sentence.strip().rstrip("。.!！~～…")
     if proposes(body):  # 「以后每天晚上十点我们互道晚安吧，好不好？」 asks for an agreement, not a fact
         return False
@@ -152,7 +153,8 @@ def is_question(sentence: str) -> bool:
     return asks(body) and not NICE_REQUEST.search(body)
 
 
-NICE_REQUEST = re.compile(r"(?:提醒|叫|喊|催|陪|帮|监督)我.{0,20}(?:好吗|好不好|行吗|行不行|可以吗|好嘛|哦|啊|呀)?[?？]?$")
+NICE_REQUEST = re.compile(r"(?:提醒|叫|喊|催|陪|帮|监督)我.{0,20}"
+                          r"(?:好吗|好不好|行吗|行不行|可以吗|好嘛|哦|啊|呀)?[?？]?$")
 
 
 def _matching(rows: list[Said], pattern: re.Pattern, limit: int, questions: bool = True) -> list[Said]:

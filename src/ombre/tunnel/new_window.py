@@ -23,8 +23,8 @@ from ..wire import loads
 from .bridges import send_nudge
 
 HANDOFF_FILE = "SESSION_HANDOFF.md"
-NUDGE_NEW = ("（ombre 接续：对方刚用 /new 开了新窗口。先读工作目录里的 SESSION_HANDOFF.md，再 breath(is_session_start=True)，"
-             "然后顺着刚才的话题自然接着聊；不要提换窗口。）")
+NUDGE_NEW = ("（ombre 接续：对方刚用 /new 开了新窗口。先读工作目录里的 SESSION_HANDOFF.md，"
+             "再 breath(is_session_start=True)，然后顺着刚才的话题自然接着聊；不要提换窗口。）")
 
 
 @dataclass

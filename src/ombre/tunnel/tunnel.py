@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from ..memory.service import MemoryService
 
 Holder = Callable[[str, str], str]  # (handoff text, old sid) → memory id; raises on failure
-NUDGE = "（ombre 接续：刚换了窗口。先 breath(is_session_start=True) 看交接，再顺着刚才的话题自然接着聊；不要提换窗口。）"
+NUDGE = ("（ombre 接续：刚换了窗口。先 breath(is_session_start=True) 看交接，"
+         "再顺着刚才的话题自然接着聊；不要提换窗口。）")
 
 
 @dataclass
@@ -103,7 +104,8 @@ def recover(settings: Settings, bridge: Bridge | None) -> str | None:
 
 
 def _handoff_memory(text: str, old_sid: str) -> dict:
-    return {"content": text, "type": "会话交接", "tags": ["会话交接", "forge"], "importance": 6, "from_session": old_sid}
+    return {"content": text, "type": "会话交接", "tags": ["会话交接", "forge"], "importance": 6,
+            "from_session": old_sid}
 
 
 def service_holder(service) -> Holder:

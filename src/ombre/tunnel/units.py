@@ -34,7 +34,8 @@ def unit_dir(env: dict[str, str]) -> Path:
 
 def settings_file(env: dict[str, str]) -> Path:
     home = Path(env.get("HOME", str(Path.home())))
-    return Path(env["OMBRE_HOME"]).expanduser() / SETTINGS_FILE if env.get("OMBRE_HOME") else home / ".ombre" / SETTINGS_FILE
+    folder = Path(env["OMBRE_HOME"]).expanduser() if env.get("OMBRE_HOME") else home / ".ombre"
+    return folder / SETTINGS_FILE
 
 
 def unit_text(description: str, exe: Path, args: str, env: dict[str, str], workdir: Path) -> str:
@@ -66,7 +67,8 @@ def _settings_change(env: dict[str, str]) -> FileChange:
     return FileChange(path, before, "\n".join(lines) + "\n", what)
 
 
-def plan(*, install: bool, env: dict[str, str], exe: Path | None = None, workdir: Path | None = None) -> list[FileChange]:
+def plan(*, install: bool, env: dict[str, str], exe: Path | None = None,
+         workdir: Path | None = None) -> list[FileChange]:
     folder = unit_dir(env)
     changes = [_settings_change(env)] if install else []
     for name, (description, args) in UNITS.items():

@@ -161,7 +161,8 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
         if selection.cut_inside_turn is not None:
             result.warnings.append(f"the last turn alone was over the budget: cut inside it at idx "
                                    f"{selection.cut_inside_turn} (after its finished tool calls); the new window "
-                                   f"opens with {'the handoff' if options.inject_text != CUT_MARKER else 'a short marker'}"
+                                   "opens with "
+                                   f"{'the handoff' if options.inject_text != CUT_MARKER else 'a short marker'}"
                                    " as its first user message")
         budget = _budget(options.selector)
         if carried.summary and budget is not None and carried.tokens > budget:

@@ -5,11 +5,12 @@ Triggers: 5 real person turns since the last run, 10 idle minutes after a new tu
 only what is new; a forged session, which keeps its lines' uuids, inherits its parent's cursor. A session
 with no cursor is read from its start when it began after Ombre started (`ombre install claude-code`, or the
 first distillation), and from that moment on when it is older: what was said before Ombre is not swept up
-(no back-scan of history) unless the person turns warm-up on, which reads its last turns too. Each run proposes 0–3 candidates (zero is a normal answer)
-from the PERSON's turns only — the assistant's words are never stored as the person's facts — each quoted
-verbatim from the transcript, then held as `auto` through write_gate (low-surprise ones are only logged)
-and, where it applies, commitment arbitration; write_gate's daily quota caps automatic holds. A failing
-model means this run writes nothing and the cursor stays where it was.
+(no back-scan of history) unless the person turns warm-up on, which reads its last turns too. Each run
+proposes 0–3 candidates (zero is a normal answer) from the PERSON's turns only — the assistant's words are
+never stored as the person's facts — each quoted verbatim from the transcript, then held as `auto` through
+write_gate (low-surprise ones are only logged) and, where it applies, commitment arbitration; write_gate's
+daily quota caps automatic holds. A failing model means this run writes nothing and the cursor stays where
+it was.
 """
 from __future__ import annotations
 
@@ -118,8 +119,10 @@ def rules_candidates(turns: list[Turn], examples: distill_rules.Examples | None 
     # the person turns whose proposal the assistant said yes to ("…我们视频吧，好不好" → "好呀")
     accepted = {n for n, t in enumerate(turns) if t.who == "person" and n + 1 < len(turns)
                 and turns[n + 1].who == "assistant" and distill_rules.accepts(
-                    turns[n + 1].text, turns[n + 2].text if n + 2 < len(turns) and turns[n + 2].who == "person" else "")}
-    return [Candidate(kept.kind, distill_rules.memory_text(clause), clause, kept.importance, turns[n].uuid, turns[n].when)
+                    turns[n + 1].text,
+                    turns[n + 2].text if n + 2 < len(turns) and turns[n + 2].who == "person" else "")}
+    return [Candidate(kept.kind, distill_rules.memory_text(clause), clause, kept.importance, turns[n].uuid,
+                      turns[n].when)
             for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from, accepted, explain)]
 
 
@@ -140,7 +143,8 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
         kind = item.get("type") if item.get("type") in KINDS else "事件"
         importance = item.get("importance")
         importance = importance if isinstance(importance, int) and 1 <= importance <= 10 else 5
-        out.append(Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid, source.when))
+        out.append(Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid,
+                             source.when))
     return distill_rules.capped(out, lambda c: c.type, lambda c: c.importance)
 
 
@@ -274,7 +278,8 @@ def _after(turns: list[Turn], cursor: dict | None) -> list[Turn]:
 def status(settings: Settings, service: MemoryService, path: Path | None) -> dict:
     report = {"enabled": settings.async_distill, "daily_cap": settings.auto_hold_daily,
               "model": {"backend": settings.llm, **ledger(settings).today()},
-              "auto_holds_today": service.store.gate_count(shanghai_date(now_utc()), "auto", write_gate.QUOTA_DECISIONS),
+              "auto_holds_today": service.store.gate_count(shanghai_date(now_utc()), "auto",
+                                                           write_gate.QUOTA_DECISIONS),
               "last_outcomes": jsonl_log.read(settings.distill_log, limit=20)}
     if path is not None:
         sid, turns = read_turns(path)

@@ -312,7 +312,9 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
                             vlines=swaps, label="context %")
         runs = [e for e in lines if e.get("decision") in ("ok", "fail", "trigger", "note")][-40:][::-1]
         checks = doctor.run(s, serve_health=service.health(), serve_url=str(request.base_url).rstrip("/"))
-        return page(request, "keeper", status=status, checks=checks, plot=plot, points=len(points), runs=runs, skips=[e for e in lines if e.get("decision") == "skip"][-5:][::-1])
+        skips = [e for e in lines if e.get("decision") == "skip"][-5:][::-1]
+        return page(request, "keeper", status=status, checks=checks, plot=plot, points=len(points), runs=runs,
+                    skips=skips)
 
     # -- the bill ---------------------------------------------------------------------------------------
     @r.get("/bill", response_class=HTMLResponse)
