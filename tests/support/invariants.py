@@ -1,5 +1,5 @@
-"""Independent checks of the rewrite guarantees (docs/architecture.md) on a rewritten session, written apart from ombre's own verifier
-so that a bug shared by both cannot hide."""
+"""Independent checks of the rewrite guarantees (docs/architecture.md) on a rewritten session, written apart
+from ombre's own verifier so that a bug shared by both cannot hide."""
 from __future__ import annotations
 
 import json
