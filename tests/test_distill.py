@@ -454,6 +454,13 @@ def test_a_plan_at_an_hour_stays_a_plan_however_nervous_and_a_take_back_keeps_it
 def test_the_memory_text_drops_filler_and_the_quote_stays_verbatim():
     got = rules_candidates([Turn("person", "再说一次哦：我对芒果过敏", "u0")])
     assert [(c.content, c.quote) for c in got] == [("我对芒果过敏", "再说一次哦：我对芒果过敏")]
+    # a lead-in that announces the matter is talk around it too
+    from ombre.write.distill_rules import memory_text
+
+    assert memory_text("睡前想让你帮我参谋个事：我妈妈下周六生日") == "我妈妈下周六生日"
+    assert memory_text("跟你说件事儿：我下个月搬家") == "我下个月搬家"
+    assert memory_text("这件事：我不想再提") == "这件事：我不想再提"  # names the matter: part of what is said
+    assert memory_text("我的过敏：芒果") == "我的过敏：芒果"  # no lead-in: the colon is part of what is said
 
 
 def test_the_per_run_cap_never_drops_an_agreement():
