@@ -67,24 +67,30 @@ ENCODERS = ("e5", "use")
 SETTINGS_FILE = "service.env"  # in OMBRE_HOME: KEY=VALUE lines, systemd's EnvironmentFile format
 
 
+def env_pair(line: str) -> tuple[str, str] | None:
+    """One KEY=VALUE line (one pair of quotes taken off the value); None for a blank line or a # comment."""
+    key, eq, value = line.strip().partition("=")
+    if not eq or key.startswith("#") or not key.strip():
+        return None
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return key.strip(), value
+
+
+def parse_env(text: str) -> dict[str, str]:
+    return dict(pair for line in text.splitlines() if (pair := env_pair(line)))
+
+
 def read_env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines (blank lines and # comments skipped, one pair of quotes taken off); {} when absent."""
+    """The KEY=VALUE lines of `path` (see env_pair); {} when absent."""
     try:
         text = path.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError):
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} cannot be read: {exc}", hint="fix or remove it (KEY=VALUE lines)") from None
-    out = {}
-    for line in text.splitlines():
-        key, eq, value = line.strip().partition("=")
-        if not eq or key.startswith("#") or not key.strip():
-            continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        out[key.strip()] = value
-    return out
+    return parse_env(text)
 
 
 def _encoders(env: Mapping[str, str]) -> tuple[str, ...]:

@@ -1,7 +1,6 @@
 """Window swaps: the handoff pack, the tunnel, the bridge it re-binds, and the keeper that swaps by itself."""
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 
@@ -182,5 +181,5 @@ def keeper_seed(settings: Settings, as_json: bool) -> None:
 @click.pass_obj
 def keeper_reset(settings: Settings) -> None:
     """Close the breaker after fixing what made the automatic runs fail."""
-    keeping.reset(settings, dt.datetime.now(dt.timezone.utc))
+    keeping.reset(settings)
     click.echo("breaker closed; automatic runs resume on the next pass")

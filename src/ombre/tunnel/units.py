@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..files import replace_atomic
 from ..inject.install import FileChange
-from ..settings import SETTINGS_FILE, read_env_file
+from ..settings import SETTINGS_FILE, env_pair, parse_env
 
 MARK = "# Written by `ombre install service`; `ombre uninstall service` removes it."
 # what the processes read from the environment. Where to find things stays in the unit; every other setting
@@ -53,13 +53,12 @@ def _settings_change(env: dict[str, str]) -> FileChange:
     path = settings_file(env)
     before = path.read_text(encoding="utf-8") if path.exists() else None
     wanted = {k: v for k, v in env.items() if k.startswith(PASSED_PREFIXES) and k not in SECRETS + IN_UNIT}
-    present = read_env_file(path)
+    present = parse_env(before or "")
     changed = {k: v for k, v in wanted.items() if present.get(k) != v}
     what = "settings the service, the keeper, the CLI and the hooks share"
     if not changed:
         return FileChange(path, before, before, what)
-    key = lambda line: line.strip().partition("=")[0].strip()  # noqa: E731
-    lines = [line for line in (before or "").splitlines() if key(line) not in changed]
+    lines = [line for line in (before or "").splitlines() if (env_pair(line) or ("",))[0] not in changed]
     if before is None:
         lines = ["# Ombre's settings, read by `ombre serve`, the keeper, the CLI and the hooks; a variable set in",
                  "# a process's own environment wins over its line here. OMBRE_TOKEN may go here (mode 600)."]
