@@ -435,30 +435,35 @@ def test_in_a_store_of_three_memories_nothing_stands_out_by_lift(svc):
 
 
 
-def test_e5_reads_the_latest_words_and_the_recent_turns_when_both_fit():
+def test_e5_reads_both_forms_cut_shorter_when_time_is_short():
     """A turn that alludes to a memory in its own words is found through itself, a fragment through the turns
-    before it: e5 embeds both forms, and only the widest when the deadline leaves room for one."""
+    before it: e5 embeds both forms, each cut to as many tokens as the deadline leaves room for (never the
+    recent turns alone), and none when not even E5_MIN_TOKENS of each would fit."""
     import time as time_module
 
     from ombre.memory.embed import E5
     from ombre.memory.query import Query
-    from ombre.memory.signals import DEADLINE_RESERVE_MS, E5_TOKENS, _plan
+    from ombre.memory.signals import DEADLINE_RESERVE_MS, E5_MIN_TOKENS, E5_TOKENS, _plan
 
     class Characters:  # an encoder whose tokens are characters (the plan needs only the count)
         def tokens(self, text: str) -> int:
             return len(text)
 
-    query = Query.build("又路过那家店了", ["昨天和朋友去吃了火锅", "好撑啊"])
+    latest = "又路过那家店了，想起上次你说的那家火锅"
+    query = Query.build(latest, ["昨天和朋友去吃了火锅，吃到很晚才回家，聊了好多小时候的事情", "好撑啊，今天一天都不想吃东西了"])
     encoders = {"e5": Characters(), "use": Characters()}
     plan = _plan(query, encoders, None, E5_TOKENS)
-    assert set(plan["e5"]) == {"latest", "recent"} and plan["e5"]["latest"] == "又路过那家店了"
+    assert plan["e5"] == {"latest": latest, "recent": plan["e5"]["recent"]}
+    assert len(plan["e5"]["recent"]) == E5_TOKENS and plan["e5"]["recent"].endswith(latest)
     assert set(plan["use"]) == {"latest", "recent"}
-    one = E5.cost_ms(len(plan["e5"]["recent"]))
-    both = E5.cost_ms(sum(len(t) for t in plan["e5"].values()), 2)
-    room = (one + both) / 2 + DEADLINE_RESERVE_MS  # enough for the widest form, not for both
-    tight = _plan(query, encoders, time_module.monotonic() + room / 1000, E5_TOKENS)
-    assert set(tight["e5"]) == {"recent"}
+
+    whole = E5.cost_ms(len(latest) + E5_TOKENS, 2)
+    tight = _plan(query, encoders, time_module.monotonic() + (whole - 12 + DEADLINE_RESERVE_MS) / 1000, E5_TOKENS)
+    assert set(tight["e5"]) == {"latest", "recent"}
+    assert E5_MIN_TOKENS <= len(tight["e5"]["recent"]) < E5_TOKENS
+    assert tight["e5"]["latest"] == latest[-len(tight["e5"]["latest"]):]  # each form keeps its end
     assert "e5" not in _plan(query, encoders, time_module.monotonic(), E5_TOKENS)  # nothing fits: USE alone
+    assert tight["use"] == plan["use"]  # USE (a few ms) reads every form whole either way
 
 
 def test_a_latest_message_as_long_as_e5s_cut_is_embedded_once(svc, embedder):
@@ -488,3 +493,24 @@ def test_a_latest_message_as_long_as_e5s_cut_is_embedded_once(svc, embedder):
     e5 = Counting()
     sig = signals_for(svc.store, query, encoders={"e5": e5})
     assert len(e5.texts) == 1 and sig.rankings["e5:latest"] == sig.rankings["e5:recent"]
+
+
+def test_pace_plans_with_the_slow_end_of_what_this_machine_measured(monkeypatch):
+    """A deadline planned on the spec's estimate is overrun where queries run slower than where it was
+    measured: the pace follows this machine, but one slow query is not the machine, the model's first
+    (loading) query is not counted, and old measurements expire so a burst of load passes."""
+    from ombre.memory import embed
+    from ombre.memory.embed import E5, Pace
+
+    clock = [1000.0]
+    monkeypatch.setattr(embed.time, "monotonic", lambda: clock[0])
+    pace = Pace(E5)
+    pace.record(40, 5_000.0)  # the model loading
+    assert pace.factor == 1.0 and pace.cost_ms(40) == E5.cost_ms(40)
+    for _ in range(12):
+        pace.record(40, 1.5 * E5.cost_ms(40))
+    assert abs(pace.factor - 1.5) < 1e-9 and abs(pace.cost_ms(40, 2) - 1.5 * E5.cost_ms(40, 2)) < 1e-9
+    pace.record(40, 10 * E5.cost_ms(40))  # one stall
+    assert abs(pace.factor - 1.5) < 1e-9
+    clock[0] += embed.PACE_MINUTES * 60 + 1
+    assert pace.factor == 1.0  # nothing recent: the estimate again

@@ -9,12 +9,9 @@ from __future__ import annotations
 import json
 import socket
 import time
-from typing import TYPE_CHECKING
 
 from .errors import UsageError
-
-if TYPE_CHECKING:
-    from .settings import Settings
+from .settings import Settings  # imported anyway wherever this is (and typing, for TYPE_CHECKING, costs ~3 ms)
 
 # A block is a few KB; an answer past this is a broken or hostile service, not memory: stop reading.
 # (Unbounded, a service that never stopped sending cost the hook gigabytes.)

@@ -33,7 +33,11 @@ def main() -> None:
     if len(args) == 2 and args[0] == "hook" and args[1] in ("user-prompt-submit", "session-start"):
         from .inject.hooks import main as run_hook
 
-        sys.exit(run_hook(args[1], started))
+        code = run_hook(args[1], started)
+        # Claude Code waits for the process to end, and the interpreter's teardown (every module's cleanup)
+        # takes ~10 ms of the turn: the hook has printed, flushed and logged, so nothing is left to clean up.
+        sys.stdout.flush()
+        os._exit(code)
     from .cli import main as cli
 
     cli()

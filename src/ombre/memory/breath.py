@@ -21,6 +21,7 @@ from .embed import Embedder
 from .fusion import is_relevant, retrieve
 from .model import HANDOFF_TYPE, Memory
 from .query import Query
+from .signals import E5_TOKENS
 from .store import MemoryStore
 
 LOADED_PER_RESULT, MIN_LOADED = 4, 24  # fused candidates read from the store per wanted card, at least
@@ -166,7 +167,7 @@ def rank_factor(m: Memory, now: dt.datetime, adjust: Adjust = ADJUST, valence: f
 
 def breath(store: MemoryStore, req: BreathRequest, *, encoders: Mapping[str, Embedder] | None = None,
            now: dt.datetime | None = None, touch: bool = True, deadline: float | None = None,
-           adjust: Adjust = ADJUST) -> BreathResult:
+           adjust: Adjust = ADJUST, e5_tokens: int = E5_TOKENS) -> BreathResult:
     started = time.perf_counter()
     now = now or now_utc()
     if req.max_results < 1 or req.max_results > 50:
@@ -178,7 +179,7 @@ def breath(store: MemoryStore, req: BreathRequest, *, encoders: Mapping[str, Emb
     if req.is_session_start and not query.latest:
         result.handoff, result.pinned = session_start(store)
     if query.latest:
-        _recall(store, req, query, encoders or {}, now, result, deadline, adjust)
+        _recall(store, req, query, encoders or {}, now, result, deadline, adjust, e5_tokens)
     today = now.astimezone(SHANGHAI).date()
     anniv = anniversary.pick(store, today)
     if anniv is not None:
@@ -192,13 +193,14 @@ def breath(store: MemoryStore, req: BreathRequest, *, encoders: Mapping[str, Emb
 
 
 def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapping[str, Embedder],
-            now: dt.datetime, result: BreathResult, deadline: float | None, adjust: Adjust) -> None:
+            now: dt.datetime, result: BreathResult, deadline: float | None, adjust: Adjust,
+            e5_tokens: int) -> None:
     bias = emotion.bias(query.latest)
     target_v = req.valence if req.valence is not None else (bias.valence if bias else None)
     target_a = req.arousal if req.arousal is not None else (bias.arousal if bias else None)
     result.emotion = bias.label if bias else None
     fused = retrieve(store, query, encoders=encoders, extra_terms=bias.extra_terms if bias else (),
-                     degraded=result.degraded, deadline=deadline, used=result.encoders)
+                     degraded=result.degraded, deadline=deadline, used=result.encoders, e5_tokens=e5_tokens)
     for key in encoders:
         if store.has_unembedded(key):
             result.degraded.append(f"some memories have no {key} vector yet: other signals find them")

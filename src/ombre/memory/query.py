@@ -8,8 +8,8 @@ latest utterance alone, and the recent ones together. Keywords read the latest u
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 # The latest utterance's vector is taken from its last LATEST_TOKENS tokens (a long message says what it
 # asks at its end: "…我真正想问的是：…"); each earlier turn gives at most TURN_TOKENS, and at most RECENT_TURNS

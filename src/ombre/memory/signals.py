@@ -22,6 +22,9 @@ OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the ke
 # about a character) 128 scored +0.003 over 64 and 48 −0.007; 128 alone takes ~80 ms at p95, past breath's
 # 100 ms target, so 64. In characters this cut an English question at its first dozen words.
 E5_TOKENS = 64
+E5_MIN_TOKENS = 24  # short of time, e5 reads fewer tokens of each form, never fewer than this (dev: at 24 every
+# hook set showed more gold than USE alone, at 16 two showed less)
+E5_TOKEN_STEP = 8
 # A memory's gap: its cosine over the store's GAP_RANK-th best for the same form. The lift measures it
 # against the whole store, where most memories are about something else; the gap against the few nearest,
 # which tells a memory that answers from one of many on the same topic (bench/inject_threshold.py: of 3, 5,
@@ -29,7 +32,7 @@ E5_TOKENS = 64
 GAP_RANK = 20
 # Time kept back when a deadline decides whether e5 still fits: USE, keywords, fusion, the block and the
 # answer's way home (≈ 40 ms at 10k memories, bench/hook_latency.py).
-DEADLINE_RESERVE_MS = 45.0
+DEADLINE_RESERVE_MS = 30.0
 
 
 
@@ -55,18 +58,19 @@ def _top(scores: np.ndarray, ids: list[str], limit: int) -> list[str]:
     return [ids[i] for i in top[np.argsort(-scores[top], kind="stable")]]
 
 
-def _fits(key: str, tokens: int, deadline: float | None, texts: int = 1) -> bool:
+def _fits(encoder: Embedder, key: str, tokens: int, deadline: float | None, texts: int = 1) -> bool:
     if deadline is None:
         return True
     left_ms = (deadline - time.monotonic()) * 1000 - DEADLINE_RESERVE_MS
-    return SPECS[key].cost_ms(tokens, texts) <= left_ms
+    pace = getattr(encoder, "pace", None) or SPECS[key]  # as measured here, else the spec's estimate
+    return pace.cost_ms(tokens, texts) <= left_ms
 
 
 def _plan(query: Query, encoders: Mapping[str, Embedder], deadline: float | None,
           e5_tokens: int) -> dict[str, dict[str, str]]:
     """Which texts each encoder embeds, each cut by the encoder's own token count (embed.tail): USE every
-    form whole; e5 (the slow one) each form cut to its last e5_tokens tokens, as many forms as fit before
-    the deadline (both, else the widest: the recent turns, which end with the latest words)."""
+    form whole; e5 (the slow one) each form cut to its last e5_tokens tokens, or to fewer when that would
+    not fit before the deadline (down to E5_MIN_TOKENS; below it USE answers alone)."""
     plan: dict[str, dict[str, str]] = {}
     for key in ORDER:
         encoder = encoders.get(key)
@@ -78,19 +82,20 @@ def _plan(query: Query, encoders: Mapping[str, Embedder], deadline: float | None
             return tail(text, limit, count)[0]
 
         forms = query.forms(cut)
-        if SPECS[key].widest_only:
-            # the latest words alone and, in a chat, the recent turns: a fragment is found through the turns
-            # before it, a turn that alludes to a memory in its own words through itself (the earlier turns
-            # were often about another). When both would not fit the deadline, the widest alone.
-            cuts = {name: tail(text, e5_tokens, count) for name, text in forms.items()}
-            widest = "recent" if "recent" in cuts else "latest"
-            for names in (list(cuts), [widest]):
-                distinct = dict(cuts[name] for name in names)  # text → its tokens, each embedded once
-                if _fits(key, sum(distinct.values()), deadline, len(distinct)):
-                    plan[key] = {name: cuts[name][0] for name in names}
-                    break
-        else:
+        if not SPECS[key].fits_to_time:
             plan[key] = forms
+            continue
+        # Always the latest words and, in a chat, the recent turns: a fragment is found through the turns
+        # before it, a turn that alludes to a memory in its own words through itself (the earlier turns were
+        # often about another). Short of time, both forms shorter rather than one: on the hook dialogues' dev
+        # split both cut to 32 tokens showed as much as both at 64, the recent turns alone at 64 less than
+        # USE alone (bench/inject_threshold.py).
+        for limit in range(e5_tokens, E5_MIN_TOKENS - 1, -E5_TOKEN_STEP):
+            cuts = {name: tail(text, limit, count) for name, text in forms.items()}
+            distinct = dict(cuts.values())  # text → its tokens, each embedded once
+            if _fits(encoder, key, sum(distinct.values()), deadline, len(distinct)):
+                plan[key] = {name: text for name, (text, _) in cuts.items()}
+                break
     return plan
 
 
