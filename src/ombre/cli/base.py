@@ -22,6 +22,7 @@ class Exit(IntEnum):
 
     CHECKS_FAILED = 1  # `ombre doctor`: a check failed that --fix did not fix
     NOT_HELD = 3  # `ombre hold`: the gate, a cap or arbitration did not store it
+    SOME_REFUSED = 4  # `memories import --from ombre-brain`: files were refused by name, the rest imported
     SWAP_FAILED = 6  # `ombre tunnel` / `rebind`: the swap did not complete (the same code as a BridgeError)
 
 

@@ -16,6 +16,7 @@ from ..memory.hold import HoldRequest, HoldResult
 from ..memory.migrate import migrate
 from ..settings import Settings, database_url, namespace_name
 from ..write.async_distill import status as distill_state
+from ..write.ombre_brain import import_vault
 from . import render
 from .base import Exit, closing, command, dry_run_option, emit, group, json_option, session_path
 
@@ -306,19 +307,50 @@ def memories_export(settings: Settings, path: Path, follow_symlinks: bool) -> No
 
 
 @memories.command("import")
-@click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--from", "source", type=click.Choice(["ombre", "ombre-brain"]), default="ombre", show_default=True,
+              help="ombre: our own export (JSON lines); ombre-brain: an Ombre-Brain buckets folder or export zip.")
+@dry_run_option
+@json_option
 @click.pass_obj
-def memories_import(settings: Settings, path: Path) -> None:
+def memories_import(settings: Settings, path: Path, source: str, dry_run: bool, as_json: bool) -> None:
     """Add memories from an export; every line is checked as hold checks it (a refused line is named by its
-    number and the rest still import); ids already present are skipped."""
+    number and the rest still import); ids already present are skipped.
+
+    With --from ombre-brain, PATH is an Ombre-Brain vault (its buckets folder) or its export zip: each
+    memory, plan, feel and letter is brought over with its meaning (see docs/guide.md), the source is only
+    read, a file that cannot be imported is named with the reason, and a second run adds nothing."""
+    if source == "ombre-brain":
+        return _import_brain(settings, path, dry_run, as_json)
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder, not an export file",
+                         hint="give the .jsonl file from `ombre memories export`, or add --from ombre-brain "
+                              "for an Ombre-Brain vault")
+    if dry_run:
+        raise UsageError("--dry-run is for --from ombre-brain", hint="an export's import shows what it refused")
     result = service(settings).import_(path)
-    click.echo(f"imported {result.added} memories, skipped {result.skipped} already present"
-               + (f", refused {len(result.refused)} line(s)" if result.refused else ""))
+    emit(as_json, result, lambda: f"imported {result.added} memories, skipped {result.skipped} already present"
+         + (f", refused {len(result.refused)} line(s)" if result.refused else ""))
     if result.refused:
         for n, why in result.refused[:50]:
             click.echo(f"  {path}:{n}: {why}", err=True)
         raise UsageError(f"{len(result.refused)} line(s) of {path} were refused (listed above); the others were "
                          "imported", hint="fix those lines and import again: what is already in is skipped")
+
+
+def _import_brain(settings: Settings, path: Path, dry_run: bool, as_json: bool) -> None:
+    done: dict[str, int] = {}
+
+    def progress(encoder: str, batch: int) -> None:  # a large vault takes minutes to embed: say so
+        before = done.get(encoder, 0)
+        done[encoder] = before + batch
+        if not as_json and (before == 0 or before // 1000 != done[encoder] // 1000):
+            click.echo(f"  {encoder} vectors: {done[encoder]:,}", err=True)
+
+    report = import_vault(service(settings), path, dry_run=dry_run, progress=progress)
+    emit(as_json, report, lambda: render.brain_import(report))
+    if report.refused:
+        click.get_current_context().exit(Exit.SOME_REFUSED)
 
 
 @group(invoke_without_command=True)

@@ -230,3 +230,31 @@ def units_plan(changed: list, *, dry_run: bool, install: bool, units: list[str],
     else:
         lines += ["", "stop them first if they run: systemctl --user disable --now " + " ".join(units)]
     return "\n".join(lines)
+
+
+def brain_import(r) -> str:
+    """What `memories import --from ombre-brain` did, or would do: counts, then every list a person checks."""
+    verb = "would import" if r.dry_run else "imported"
+    total = sum(r.by_type.values())
+    lines = [f"{verb} {total} memories from Ombre-Brain ({r.source})"
+             + ("" if r.dry_run else f"; {r.embedded} vectors computed")]
+    if r.by_type:
+        lines.append("  by type: " + ", ".join(f"{k} {v}" for k, v in sorted(r.by_type.items(), key=lambda x: -x[1])))
+        lines.append("  from:    " + ", ".join(f"{k} {v}" for k, v in sorted(r.by_origin.items(), key=lambda x: -x[1])))
+        lines.append(f"  evidence: {r.quoted} quoted from their source files, {r.unconfirmed} left 未确认")
+    if r.pinned:
+        lines.append(f"pinned ({len(r.pinned)}): " + "; ".join(r.pinned))
+    if r.kept_at_10:
+        lines.append(f"pinned there, past our cap of pinned memories, kept at importance 10 ({len(r.kept_at_10)}): "
+                     + "; ".join(r.kept_at_10))
+    for title, rows in (("archived", r.archived), ("skipped", r.skipped), ("refused", r.refused)):
+        if rows:
+            lines.append(f"{title} ({len(rows)}):")
+            lines += [f"  {path}: {why}" for path, why in rows[:200]]
+            if len(rows) > 200:
+                lines.append(f"  … and {len(rows) - 200} more (--json lists them all)")
+    lines += [f"note: {n}" for n in r.notes]
+    if r.refused:
+        lines.append(f"{len(r.refused)} file(s) refused (listed above); the others "
+                     + ("would import." if r.dry_run else "are in. Fix those and run again: what is in is skipped."))
+    return "\n".join(lines)

@@ -19,7 +19,7 @@ from ..tokens import estimate_text
 from . import anniversary, emotion
 from .embed import Embedder
 from .fusion import is_relevant, retrieve
-from .model import HANDOFF_TYPE, Memory
+from .model import FEEL_DOMAIN, FEEL_TYPE, HANDOFF_TYPE, Memory
 from .query import Query
 from .signals import E5_TOKENS
 from .store import MemoryStore
@@ -214,7 +214,8 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
         found = store.get_many(order[start:start + chunk])
         for mid in order[start:start + chunk]:
             m = found.get(mid)
-            if m is None or not m.current or (req.domain and m.domain != req.domain):
+            if m is None or not m.current or (req.domain and m.domain != req.domain) \
+                    or (m.type == FEEL_TYPE and req.domain != FEEL_DOMAIN):
                 continue
             relevance, why = fused[mid]
             factor, parts = rank_factor(m, now, adjust, target_v, target_a)

@@ -8,7 +8,10 @@ UNCONFIRMED = "未确认"
 CONFIRMED = "confirmed"
 COMMITMENT_TYPES = ("承诺", "约定")  # never decay, never archived automatically
 HANDOFF_TYPE = "会话交接"
-BUILTIN_TYPES = ("偏好", "事件", "规则", "承诺", "约定", HANDOFF_TYPE, "感受", "关系", "日常")
+# The companion's own reflections (Ombre-Brain's feel): recalled only when asked for by their domain
+FEEL_TYPE, FEEL_DOMAIN = "沉淀", "feel"
+LETTER_TYPE = "信件"  # a letter, kept verbatim
+BUILTIN_TYPES = ("偏好", "事件", "规则", "承诺", "约定", HANDOFF_TYPE, "感受", "关系", "日常", FEEL_TYPE, LETTER_TYPE)
 
 
 @dataclass
@@ -67,6 +70,11 @@ class Memory:
     @property
     def current(self) -> bool:
         return not self.archived and self.superseded_by is None
+
+    @property
+    def origin(self) -> dict | None:
+        """Where an imported memory came from (its "imported" trace entry: by, path, original_id), or None."""
+        return next((t for t in self.trace if t.get("action") == "imported"), None)
 
     @property
     def is_commitment(self) -> bool:

@@ -73,7 +73,8 @@ class Query:
         return forms
 
 
-def _strip_tag(line: str) -> tuple[str | None, str]:
+def speaker_tag(line: str) -> tuple[str | None, str]:
+    """A line's speaker tag ("用户：", "assistant:") lowercased, or None, and the words after it."""
     m = _TAG.match(line)
     if not m:
         return None, line.strip()
@@ -101,9 +102,9 @@ def person_turns(context: object) -> list[str]:
             text = _content_text(item.get("text", item.get("content")))
             if role not in PERSON_ROLES:
                 continue
-            tag, text = _strip_tag(text)
+            tag, text = speaker_tag(text)
         elif isinstance(item, str):
-            tag, text = _strip_tag(item)
+            tag, text = speaker_tag(item)
         else:
             continue
         if tag is not None and tag not in PERSON_ROLES:
