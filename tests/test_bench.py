@@ -19,6 +19,7 @@ RUNS = {
     "forge_speed.py": (["--mb", "1", "--runs", "1"], "forge --squash"),
     "distill_eval.py": ([], "distill test"),
     "recall_eval.py": (["--sets", "companion,memdaily", "--limit", "3"], "sign test"),
+    "brain_import.py": (["--memories", "60", "--questions", "5"], "imported from Ombre-Brain"),
 }
 
 
