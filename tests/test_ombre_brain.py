@@ -2,6 +2,7 @@
 imported from its folder and from its export zip, through the library and the real CLI."""
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -165,6 +166,12 @@ def test_plain_breath_finds_imported_memories_but_not_the_companions_reflections
     assert feel not in {c.id for c in plain.cards + plain.pinned}
     asked = svc.breath(BreathRequest("看她熬到凌晨我有点心疼", domain=FEEL_DOMAIN), touch=False)
     assert asked.cards and asked.cards[0].id == feel
+    # a year on, the day's 今日纪念 card is a memory of that day, never the companion's reflection of it
+    year_on = dt.datetime(2027, 5, 1, 12, tzinfo=dt.timezone.utc)
+    card = svc.breath(BreathRequest("今天好累"), now=year_on, touch=False).anniversary
+    assert card is not None and card.id == got["3f9a0c12ab4e"].id
+    svc.edit(got["3f9a0c12ab4e"].id, archived=True)
+    assert svc.breath(BreathRequest("今天好累"), now=year_on, touch=False).anniversary is None
 
 
 def test_every_bad_file_is_refused_by_name_and_the_rest_import(vault, svc):

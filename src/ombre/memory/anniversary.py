@@ -11,7 +11,7 @@ import datetime as dt
 import re
 
 from ..clock import SHANGHAI
-from .model import Memory
+from .model import FEEL_TYPE, Memory
 from .store import MemoryStore
 
 ANNIVERSARY_TAGS = ("生日", "纪念日")
@@ -64,7 +64,9 @@ def pick(store: MemoryStore, today: dt.date) -> Memory | None:
     """Today's one anniversary card, or None. Asked anew on every recall (an index lookup), so a memory
     added during the day counts and a second recall sees the same card."""
     # a creation counts only a year back (a day more: the UTC stamp may be the Shanghai day before)
-    candidates = [m for m in _on(store, [today], today - dt.timedelta(days=364)) if is_anniversary(m, today)]
+    # the companion's own reflections (沉淀) are not recalled unasked, a year on either
+    candidates = [m for m in _on(store, [today], today - dt.timedelta(days=364))
+                  if is_anniversary(m, today) and m.type != FEEL_TYPE]
     if not candidates:
         return None
     return max(candidates, key=lambda m: (m.pinned, m.importance, m.created, m.id))
