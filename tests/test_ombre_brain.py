@@ -265,3 +265,18 @@ def test_a_path_that_is_no_vault_is_a_clear_error(tmp_path):
     folder = subprocess.run(OMBRE + ["memories", "import", str(tmp_path / "notes")], env=env, capture_output=True,
                             text=True, timeout=120)
     assert folder.returncode == 2 and "--from ombre-brain" in folder.stderr
+
+
+def test_the_import_is_the_same_on_postgresql(vault, tmp_path, embedder, postgres):
+    from tests.conftest import fresh_database
+
+    svc = _service(tmp_path, embedder, OMBRE_DB=fresh_database(postgres))
+    try:
+        first, again = import_vault(svc, vault), import_vault(svc, vault)
+        got = _by_original(svc)
+        found = svc.breath(BreathRequest("我能吃芒果吗"), touch=False)
+    finally:
+        svc.close()
+    assert first.added == 12 and again.added == 0 and len(got) == 12 and first.embedded == 24
+    assert got["7c1d2e3f4a5b"].evidence.quote == "以后每周五晚上九点我们视频好不好？"
+    assert found.cards[0].id == got["aa11bb22cc33"].id
