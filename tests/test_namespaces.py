@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -95,16 +98,16 @@ def test_the_dashboard_shows_only_the_tokens_namespace(site):
         assert page.status_code == 200 and "芒果" not in page.text
 
 
-def test_one_service_answers_many_people_on_one_postgresql_connection(tmp_path, postgres):
-    """Each namespace a service answers reads and writes through the service's one connection: six people
-    do not take six of the server's connections (PostgreSQL allows 100 by default), and each still sees
-    only their own memories."""
+def test_one_service_answers_many_people_through_one_small_pool(tmp_path, postgres):
+    """Every namespace a service answers reads and writes through the service's one pool: twelve people
+    asking at once hold at most OMBRE_PG_POOL_MAX of the server's connections (PostgreSQL allows 100 by
+    default), each still sees only their own memories, and /health reports the pool."""
     import psycopg
 
     url = fresh_database(postgres)
-    extra = {"OMBRE_VECTORS": "0", "OMBRE_DB": url}
+    extra = {"OMBRE_VECTORS": "0", "OMBRE_DB": url, "OMBRE_PG_POOL_MAX": "3"}
     env = {**ombre_env(tmp_path, **extra), "OMBRE_URL": "http://127.0.0.1:9"}
-    tokens = [add_namespace(env, f"p{i}") for i in range(6)]
+    tokens = [add_namespace(env, f"p{i}") for i in range(12)]
     server = Server(tmp_path, token="admin-token", env=extra)
 
     def connections() -> int:
@@ -112,15 +115,56 @@ def test_one_service_answers_many_people_on_one_postgresql_connection(tmp_path, 
             return db.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                               "AND pid <> pg_backend_pid()").fetchone()[0]
 
+    def person(i: int, token: str) -> list[str]:
+        for n in range(3):
+            held = call(server, token, "/v1/hold", {"content": f"第{i}个人第{n}次说最喜欢桂花乌龙",
+                                                    "quote": "我最喜欢桂花乌龙"})
+            assert held.status_code == 200 and held.json().get("stored"), held.text
+        return [c["content"] for c in call(server, token, "/v1/breath", {"query": "桂花乌龙"}).json()["cards"]]
+
     try:
-        assert call(server, "admin-token", "/v1/breath", {"query": "桂花乌龙"}).status_code == 200
-        before = connections()
-        for i, token in enumerate(tokens):
-            held = call(server, token, "/v1/hold", {"content": f"第{i}个人最喜欢桂花乌龙", "quote": "我最喜欢桂花乌龙"})
-            assert held.json()["stored"], held.text
-        for i, token in enumerate(tokens):
-            found = call(server, token, "/v1/breath", {"query": "桂花乌龙"}).json()
-            assert [c["content"] for c in found["cards"]] == [f"第{i}个人最喜欢桂花乌龙"]
-        assert connections() == before
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            found = list(pool.map(person, range(12), tokens))
+        for i, contents in enumerate(found):
+            assert sorted(contents) == [f"第{i}个人第{n}次说最喜欢桂花乌龙" for n in range(3)]
+        assert connections() <= 3
+        health = call(server, "admin-token", "/health").json()
+        assert health["pool"]["max"] == 3 and health["pool"]["open"] <= 3 and health["pool"]["timeouts"] == 0
+        doctor = subprocess.run(OMBRE + ["doctor", "--json"], capture_output=True, text=True, timeout=120,
+                                env={**env, "OMBRE_URL": server.url, "OMBRE_TOKEN": "admin-token"})
+        pool = next(c for c in json.loads(doctor.stdout) if c["name"] == "database pool")
+        assert pool["ok"] and "open of 3" in pool["detail"] and "0 timed out" in pool["detail"], pool
     finally:
         server.stop()
+
+
+def test_a_slow_query_or_a_long_hold_in_one_namespace_does_not_hold_up_another(postgres):
+    from ombre.memory.model import Memory
+    from ombre.memory.postgres_store import PostgresStore
+    from ombre.memory.segment import document
+
+    mum = PostgresStore(fresh_database(postgres), "mum", pool=(1, 4))
+    kid = mum.beside("kid")
+    try:
+        kid.add(Memory(content="他最喜欢恐龙", id="k1"), document("他最喜欢恐龙"))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            slow = pool.submit(mum._query, "SELECT pg_sleep(1.5)")
+            held = threading.Event()
+
+            def long_hold() -> None:
+                with mum.exclusive():  # a hold waiting on an arbitration model, its lock held
+                    held.set()
+                    time.sleep(1.5)
+
+            hold = pool.submit(long_hold)
+            assert held.wait(10)
+            started = time.monotonic()
+            assert [m.id for m in kid.list()] == ["k1"] and kid.keyword_search(["恐龙"], 5)
+            with kid.exclusive():  # another person's hold is not behind mum's
+                pass
+            assert time.monotonic() - started < 0.8
+            slow.result(), hold.result()
+        assert mum.pool_stats()["max"] == 4
+    finally:
+        kid.close()
+        mum.close()

@@ -27,7 +27,8 @@ def open_store(settings: Settings) -> MemoryStore:
     """The store OMBRE_DB names (PostgreSQL for a postgresql:// address, else the SQLite file in OMBRE_HOME),
     reading and writing the namespace OMBRE_NAMESPACE names."""
     if settings.db:
-        return PostgresStore(settings.db, settings.namespace)
+        return PostgresStore(settings.db, settings.namespace, pool=(settings.pg_pool_min, settings.pg_pool_max),
+                             timeout_s=settings.pg_pool_timeout_ms / 1000)
     return SQLiteStore(settings.memory_db, settings.namespace)
 
 

@@ -225,7 +225,22 @@ def _arbitration(s: Settings) -> list[Check]:
     return [Check("arbitration", not failed, detail, todo)]
 
 
-def _database(s: Settings, fix: bool) -> list[Check]:
+def _pool_check(s: Settings, serve_health: dict | None) -> Check:
+    """PostgreSQL's connection pool as the running service reports it (its /health), else its settings."""
+    health = serve_health if serve_health is not None else probe(s.memory_url, timeout=2, token=s.token)
+    pool = (health or {}).get("pool")
+    bounds = f"{s.pg_pool_min}–{s.pg_pool_max} connections, {s.pg_pool_timeout_ms / 1000:g} s wait"
+    if not isinstance(pool, dict):
+        return Check("database pool", True, f"{bounds} (OMBRE_PG_POOL_MIN/MAX/TIMEOUT_MS); the running service's "
+                     "own use shows here when it answers")
+    busy = pool.get("waiting", 0) or pool.get("timeouts", 0)
+    return Check("database pool", not busy, f"{pool.get('open')} open of {pool.get('max')} ({pool.get('idle')} idle), "
+                 f"{pool.get('waiting')} waiting now, {pool.get('timeouts')} timed out since the service started",
+                 "" if not busy else "raise OMBRE_PG_POOL_MAX (within PostgreSQL's max_connections) and restart "
+                 "`ombre serve`")
+
+
+def _database(s: Settings, fix: bool, serve_health: dict | None = None) -> list[Check]:
     if s.db:
 
         try:
@@ -237,7 +252,8 @@ def _database(s: Settings, fix: bool) -> list[Check]:
         except OmbreError as exc:
             return [Check("database", False, exc.message, exc.hint)]
         return [Check("database", True, f"PostgreSQL {s.database_label}: {n} memories (back it up with pg_dump or "
-                      "your provider's backups)")]
+                      "your provider's backups)"),
+                _pool_check(s, serve_health)]
     if not s.memory_db.exists():
         return [Check("database", True, f"no memory database yet ({s.memory_db}): nothing held")]
     wrong = backup.problem(s.memory_db)
@@ -261,7 +277,7 @@ def run(s: Settings, fix: bool = False, serve_health: dict | None = None, serve_
     itself (the dashboard)."""
     checks = [_serve(s, serve_health, serve_url), _installed(s), *_bridge(s, fix), *_cc_connect(s),
               *_waiting_for_new(s), *_keeper(s),
-              _writes(s), _distill_start(s), *_arbitration(s), *_database(s, fix)]
+              _writes(s), _distill_start(s), *_arbitration(s), *_database(s, fix, serve_health)]
     if fix:
         for c in checks:
             if c.name == "keeper cooldowns" and not c.ok and not s.keeper_state.exists():

@@ -33,6 +33,13 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() not in {"0", "false", "no", "off"}
 
 
+def _pool_max(n: int) -> int:
+    if n < 2:
+        raise UsageError(f"OMBRE_PG_POOL_MAX={n} is too small: a hold keeps one connection for its lock and "
+                         "works on another", hint="give 2 or more (default 10)")
+    return n
+
+
 def namespace_name(name: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
         raise UsageError(f"{name!r} is not a namespace name",
@@ -176,6 +183,12 @@ class Settings:
     claude_bin: str = "claude"  # OMBRE_CLAUDE_BIN: the Claude Code CLI that OMBRE_LLM=claude-code asks
     db: str | None = None  # OMBRE_DB=postgresql://…: the PostgreSQL store; unset, the SQLite file in OMBRE_HOME
     namespace: str = "default"  # OMBRE_NAMESPACE: whose memories (one person or companion) this process uses
+    # PostgreSQL's connection pool, shared by every namespace of a service: its bounds (a hold keeps one
+    # connection for its lock while it reads and writes on another, so at least two) and how long a request
+    # waits for a free connection before it fails
+    pg_pool_min: int = 1
+    pg_pool_max: int = 10
+    pg_pool_timeout_ms: int = 10_000
     tz: str = SHANGHAI.key  # OMBRE_TZ: the zone times are shown in to the person (stored times stay UTC)
     async_distill: bool = True  # ASYNC_DISTILL=0 turns background distillation off
     distill_warmup: bool = False  # OMBRE_DISTILL_WARMUP=1: a new session's recent turns are read too
@@ -251,6 +264,9 @@ class Settings:
             claude_bin=env.get("OMBRE_CLAUDE_BIN") or "claude",
             db=database_url(env.get("OMBRE_DB")),
             namespace=namespace_name(env.get("OMBRE_NAMESPACE") or "default"),
+            pg_pool_min=_int(env, "OMBRE_PG_POOL_MIN", 1),
+            pg_pool_max=_pool_max(_int(env, "OMBRE_PG_POOL_MAX", 10)),
+            pg_pool_timeout_ms=_int(env, "OMBRE_PG_POOL_TIMEOUT_MS", 10_000),
             tz=_zone(env.get("OMBRE_TZ") or SHANGHAI.key),
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),

@@ -17,7 +17,6 @@ from __future__ import annotations
 import heapq
 import math
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -142,77 +141,107 @@ _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=
 class PostgresStore(SqlStore):
     P, ORDER, PLUS = "%s", "seq", ""
 
-    def __init__(self, url: str, namespace: str = "default", *, share: "PostgresStore | None" = None) -> None:
+    def __init__(self, url: str, namespace: str = "default", *, share: "PostgresStore | None" = None,
+                 pool: tuple[int, int] = (1, 10), timeout_s: float = 10.0) -> None:
         self.namespace = namespace  # every row this store reads or writes belongs to it
         self._cache: dict[str, tuple[str | None, VectorIndex]] = {}
         self._stats_cache: tuple[str | None, tuple[int, float]] | None = None
         self._holding = threading.RLock()
-        if share is not None:  # another namespace on the same connection (see beside)
-            self.url, self._psycopg, self._db, self._lock = url, share._psycopg, share._db, share._lock
+        if share is not None:  # another namespace on the same pool (see beside)
+            self.url, self._psycopg, self._pool, self._lockers = url, share._psycopg, share._pool, share._lockers
             self._owner = False
             return
         self._owner = True
         try:
             import psycopg
             from pgvector.psycopg import register_vector
+            from psycopg_pool import ConnectionPool
         except ImportError:
-            raise StoreError("OMBRE_DB is a PostgreSQL address, but psycopg and pgvector are not installed",
-                             hint="pip install 'ombre[postgres]'") from None
+            raise StoreError("OMBRE_DB is a PostgreSQL address, but psycopg, psycopg_pool and pgvector are not "
+                             "installed", hint="pip install 'ombre[postgres]'") from None
 
         self.url = url
         self._psycopg = psycopg
+        # A pool, not one connection: every namespace of a service shares it, and a slow query in one (a
+        # large keyword search, a hold waiting on its lock) holds one connection, not everyone's.
+        self._pool = ConnectionPool(url, min_size=pool[0], max_size=max(pool), timeout=timeout_s, open=False,
+                                    kwargs={"autocommit": True}, configure=register_vector, name="ombre")
+        # A hold keeps one connection for its lock and works on others: at most all but one connection
+        # may be kept so, or every hold would wait for a connection another keeps
+        self._lockers = threading.BoundedSemaphore(max(1, max(pool) - 1))
         try:
-            self._db = psycopg.connect(url, autocommit=True)
-            self._migrate()
-            register_vector(self._db)
-        except psycopg.Error as exc:
+            with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s))) as db:
+                self._migrate(db)  # before the pool: its connections need the vector type migration creates
+            self._pool.open(wait=True, timeout=timeout_s)
+        except (psycopg.Error, self._pool_timeout()) as exc:
+            self._pool.close()
             raise StoreError(f"cannot open the PostgreSQL memory store: {exc}".strip(),
                              hint="check OMBRE_DB (postgresql://user:password@host/dbname) and that the pgvector "
                                   "extension is installed there") from exc
-        self._lock = threading.RLock()  # the connection's: one statement or transaction at a time
 
-    def _migrate(self) -> list[str]:
+    @staticmethod
+    def _pool_timeout() -> type[Exception]:
+        from psycopg_pool import PoolTimeout
+
+        return PoolTimeout
+
+    def _migrate(self, db) -> list[str]:
         applied = []
-        with self._db.transaction():
-            self._db.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-            self._db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-            done = {r[0] for r in self._db.execute("SELECT name FROM _migrations").fetchall()}
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+            db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            done = {r[0] for r in db.execute("SELECT name FROM _migrations").fetchall()}
             for name, statements in _schema():
                 if name in done:
                     continue
                 for sql in statements:
                     if callable(sql):  # a step that computes in Python (a re-index), in the same transaction
-                        sql(self._db)
+                        sql(db)
                     else:
-                        self._db.execute(sql)
-                self._db.execute("INSERT INTO _migrations VALUES (%s, now()::text)", (name,))
+                        db.execute(sql)
+                db.execute("INSERT INTO _migrations VALUES (%s, now()::text)", (name,))
                 applied.append(name)
         return applied
 
+    def pool_stats(self) -> dict:
+        """The shared pool as `ombre doctor` and /health show it: its bounds, connections open and idle, and
+        requests waiting for one now."""
+        stats = self._pool.get_stats()
+        return {"min": self._pool.min_size, "max": self._pool.max_size, "open": stats.get("pool_size", 0),
+                "idle": stats.get("pool_available", 0), "waiting": stats.get("requests_waiting", 0),
+                "timeouts": stats.get("requests_errors", 0)}
+
     @contextmanager
     def exclusive(self) -> Iterator[None]:
-        # One hold at a time in this process (_holding) and across services (a session advisory lock: the
-        # hold inside runs several transactions). Not the connection lock: a hold may wait seconds on an
-        # arbitration model, and recall must not wait with it. So the advisory lock is tried, never waited
-        # for on the shared connection.
-        with self._holding:
-            while not self._query("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))[0][0]:
-                time.sleep(0.02)
+        # One hold at a time in this process (_holding) and across services: a session advisory lock, held on
+        # a connection of its own for the whole hold (which runs several transactions on others, and may
+        # wait seconds on an arbitration model while recall goes on through the rest of the pool).
+        with self._holding, self._lockers, self._connection() as db:
+            db.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
             try:
                 yield
             finally:
-                self._query("SELECT pg_advisory_unlock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
+                db.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
+
+    @contextmanager
+    def _connection(self) -> Iterator:
+        try:
+            with self._pool.connection() as db:
+                yield db
+        except self._pool_timeout() as exc:
+            raise StoreError(f"the memory database is busy: no connection free within {self._pool.timeout:g} s",
+                             hint="raise OMBRE_PG_POOL_MAX (PostgreSQL's max_connections permitting), or look "
+                                  "for a query that holds one") from exc
 
     # -- writes ---------------------------------------------------------------------------------------
     @contextmanager
     def _transaction(self) -> Iterator:
-        with self._lock:
-            try:
-                with self._db.transaction():
-                    yield self._db
-            except self._psycopg.Error as exc:
-                raise StoreError(f"memory database write failed: {exc}", hint="nothing was written; try again") \
-                    from exc
+        try:
+            with self._connection() as db, db.transaction():
+                yield db
+        except self._psycopg.Error as exc:
+            raise StoreError(f"memory database write failed: {exc}", hint="nothing was written; try again") \
+                from exc
 
     def _write(self, steps: list[tuple[str, tuple]], changes_vectors: bool = True) -> None:
         # what changes the live vectors moves vectors_version itself (_BUMP), inside its own transaction
@@ -311,12 +340,11 @@ class PostgresStore(SqlStore):
 
     # -- reads ----------------------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = (), binary: bool = False) -> list[tuple]:
-        with self._lock:
-            try:
-                with self._db.cursor(binary=binary) as cursor:
-                    return cursor.execute(sql, params).fetchall()
-            except self._psycopg.Error as exc:
-                raise StoreError(f"memory database read failed: {exc}", hint="check OMBRE_DB") from exc
+        try:
+            with self._connection() as db, db.cursor(binary=binary) as cursor:
+                return cursor.execute(sql, params).fetchall()
+        except self._psycopg.Error as exc:
+            raise StoreError(f"memory database read failed: {exc}", hint="check OMBRE_DB") from exc
 
     ROWS_PER_FETCH = 2_000  # the rarest terms go in one query while they match about this many memories
     # Rows read at most per search. The pruning often ends before; when the terms are all fairly common in
@@ -390,13 +418,11 @@ class PostgresStore(SqlStore):
         return cached[1]
 
     def beside(self, namespace: str) -> "PostgresStore":
-        """Another namespace on this store's connection: a service answering many people holds one
-        connection, not one a person (PostgreSQL allows 100 by default). Its holds lock their own namespace;
-        it never closes the connection (the first store does)."""
+        """Another namespace on this store's pool: a service answering many people holds one pool, not a
+        connection a person (PostgreSQL allows 100 by default). Its holds lock their own namespace; it never
+        closes the pool (the first store does)."""
         return PostgresStore(self.url, namespace, share=self)
 
     def close(self) -> None:
-        if not self._owner:
-            return
-        with self._lock:
-            self._db.close()
+        if self._owner:
+            self._pool.close()

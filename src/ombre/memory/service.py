@@ -312,6 +312,9 @@ class MemoryService:
                  "encoders": list(self.encoders), "models": {k: "loaded" for k in self.encoders} | {
                      k: f"unavailable: {v}" for k, v in self.encoder_errors.items()},
                  "embedding": self.embedding, "last_backup": str(newest[0]) if newest else None}
+        pool = getattr(self.store, "pool_stats", None)  # PostgreSQL's shared connections
+        if pool is not None:
+            state["pool"] = pool()
         if self.encoder_errors:
             return {"status": "degraded", "reason": "; ".join(self.encoder_errors.values()), **state}
         return {"status": "ok", **state}
