@@ -196,6 +196,9 @@ def _distill_start(s: Settings) -> Check:
                  " (no install recorded: `ombre install claude-code` records it)"))
 
 
+NOT_VERDICTS = ("imported", "edited")  # trace entries that arbitration did not write
+
+
 def _arbitration(s: Settings) -> list[Check]:
     """How the last writes were arbitrated: open contradictions wait for the person; a failed arbitration
     (the model down) wrote memories as 未确认 and says which backend to look at."""
@@ -211,6 +214,8 @@ def _arbitration(s: Settings) -> list[Check]:
         verdicts: dict[str, int] = {}
         for m in store.list(archived=None, limit=200):
             for t in m.trace[-5:]:
+                if t.get("action") in NOT_VERDICTS:
+                    continue
                 verdicts[t.get("action", "?")] = verdicts.get(t.get("action", "?"), 0) + 1
     finally:
         store.close()

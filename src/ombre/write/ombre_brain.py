@@ -520,7 +520,8 @@ def import_vault(service: MemoryService, path: Path, *, dry_run: bool = False, n
         report.unconfirmed += m.evidence.quote is None
     report.archived = [a for a in report.archived if a[0] in {p.path for p in fresh}]
     if report.zoneless:
-        report.notes.append(f"{report.zoneless} memories had a time without a zone: read as Asia/Shanghai")
+        report.notes.append(f"{report.zoneless} {'memory' if report.zoneless == 1 else 'memories'} had a time "
+                            "without a zone: read as Asia/Shanghai")
     if not dry_run and fresh:
         rows = [(p.memory, document(" ".join([p.memory.title, p.memory.content, " ".join(p.memory.tags)])), None)
                 for p in fresh]
