@@ -212,8 +212,10 @@ def test_the_zip_is_checked_against_its_manifest_member_by_member(tmp_path, svc)
     changed[launch] = files[launch].replace("凌晨两点".encode(), "凌晨三点".encode())  # after the manifest
     changed["buckets/dynamic/生活/extra_aaaaaaaaaaaa.md"] = b"---\nid: aaaaaaaaaaaa\n---\n\nnot listed\n"
     changed["buckets/../../escape_bbbbbbbbbbbb.md"] = b"---\nid: bbbbbbbbbbbb\n---\n\nescape\n"
+    changed["buckets/dynamic/生活/huge_dddddddddddd.md"] = b"---\nid: dddddddddddd\n---\n\n" + b"x" * MAX_BUCKET_BYTES
     del changed[mango]  # listed, but not in the zip
-    listed = {**files, "buckets/../../escape_bbbbbbbbbbbb.md": changed["buckets/../../escape_bbbbbbbbbbbb.md"]}
+    listed = {**files, **{name: changed[name] for name in ("buckets/../../escape_bbbbbbbbbbbb.md",
+                                                          "buckets/dynamic/生活/huge_dddddddddddd.md")}}
     path = export_zip(tmp_path / "export.zip", changed, listed=listed,
                       symlinks={"buckets/dynamic/生活/link_cccccccccccc.md": "/etc/passwd"})
     report = import_vault(svc, path)
@@ -223,6 +225,7 @@ def test_the_zip_is_checked_against_its_manifest_member_by_member(tmp_path, svc)
     assert "leaves the export's folder" in refused["buckets/../../escape_bbbbbbbbbbbb.md"]
     assert "symbolic link" in refused["buckets/dynamic/生活/link_cccccccccccc.md"]
     assert "not in the zip" in refused[mango]
+    assert "over 1 MB" in refused["buckets/dynamic/生活/huge_dddddddddddd.md"]
     assert report.added == 10  # the twelve, less the changed one and the missing one
 
     unlisted = import_vault(svc, export_zip(tmp_path / "bare.zip", export_files(), with_manifest=False),
