@@ -72,6 +72,7 @@ class Vault:
 
     buckets: dict[str, bytes] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    shown: dict[str, str] = field(default_factory=dict)  # a bucket's name in a zip, where it is not its path
     refused: list[Refusal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     other_files: int = 0  # files that are not memories (Ombre-Brain's own database, media, locks)
@@ -178,11 +179,14 @@ class _TooBig(Exception):
         super().__init__(f"over {cap >> 20} MB: not read")
 
 
-def _add_bucket(vault: Vault, rel: str, read: Callable[[], bytes]) -> None:
+def _add_bucket(vault: Vault, rel: str, read: Callable[[], bytes], shown: str | None = None) -> None:
     try:
         vault.buckets[rel] = read()
     except (_TooBig, OSError) as exc:
-        vault.refused.append(Refusal(rel, str(exc)))
+        vault.refused.append(Refusal(shown or rel, str(exc)))
+        return
+    if shown:
+        vault.shown[rel] = shown
 
 
 def _add_source(vault: Vault, rel: str, read: Callable[[], bytes]) -> None:
@@ -244,7 +248,7 @@ def _read_zip(path: Path) -> Vault:
                 if is_source:
                     _add_source(vault, name, read)
                 else:
-                    _add_bucket(vault, name[len("buckets/"):], read)
+                    _add_bucket(vault, name[len("buckets/"):], read, shown=name)
             except _Mismatch as exc:
                 vault.refused.append(Refusal(name, str(exc)))
         if manifest is not None:
@@ -493,7 +497,7 @@ def import_vault(service: MemoryService, path: Path, *, dry_run: bool = False, n
             bucket = parse_bucket(rel, vault.buckets[rel])
             memory, why, zoneless = to_memory(bucket, vault.sources, now, service.settings.max_content_chars)
         except MemoryInputError as exc:
-            report.refused.append((rel, exc.message))
+            report.refused.append((vault.shown.get(rel, rel), exc.message))
             continue
         if memory is None:
             report.skipped.append((rel, why))
