@@ -91,7 +91,7 @@ def _unchunk(payload: bytes) -> bytes:
     return b"".join(out)
 
 
-def _post_urllib(url: str, data: bytes, token: str | None, timeout: float) -> bytes:
+def _post_urllib(url: str, data: bytes, token: str | None, timeout: float) -> bytes | None:
     import urllib.request
 
     headers = {"content-type": "application/json"}

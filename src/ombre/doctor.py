@@ -128,7 +128,7 @@ def _cc_connect(s: Settings) -> list[Check]:
         project = config.project(s.bridge_project) if config and config.projects else None
     except OmbreError as exc:
         return [Check("cc-connect settings", False, exc.message, exc.hint)]
-    if project is None:
+    if config is None or project is None:  # a project is only ever read from a config
         return [Check("cc-connect settings", True, f"no cc-connect config at {s.cc_connect_config}: cannot tell "
                       "whether its auto-compress is off (it is off unless [projects.auto_compress] enables it)")]
     wrong = []
@@ -268,7 +268,8 @@ def _database(s: Settings, fix: bool, serve_health: dict | None = None) -> list[
     newest = backup.backups(s.backups_dir)[-1:]
     age = dt.datetime.now().timestamp() - newest[0].stat().st_mtime if newest else None
     fresh = age is not None and age < BACKUP_MAX_AGE.total_seconds()
-    check = Check("backup", fresh, f"newest {newest[0]} ({age / 3600:.0f} h old)" if newest else "no backup yet",
+    check = Check("backup", fresh,
+                  f"newest {newest[0]} ({age / 3600:.0f} h old)" if age is not None else "no backup yet",
                   "" if fresh else "take one: `ombre backup` (ombre serve takes one a day)")
     if not fresh and fix and wrong is None:
         made = backup.take(s.memory_db, s.backups_dir, s.backups_keep)

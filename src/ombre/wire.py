@@ -15,6 +15,11 @@ from urllib.parse import urlsplit
 
 from .errors import MemoryInputError
 
+# not typing.TYPE_CHECKING: the per-turn hook imports this module, and typing costs it ~5 ms; mypy reads it as True
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 MAX_BODY_BYTES = 1_000_000  # a hold or breath body is a few KB; a megabyte is a mistake or an attack
 # Claude Code's deepest lines (tool inputs and results inside message content) nest a few dozen levels; a
 # hold body, five. Past this a walk over the value could reach Python's recursion limit.
@@ -43,7 +48,8 @@ def depth_over(raw: bytes | str, limit: int = MAX_DEPTH) -> int | None:
     return deepest if deepest > limit else None
 
 
-def loads(raw: bytes | str, what: str = "the JSON") -> object:
+# Any, as json.loads: callers take the shape they expect and catch what a wrong one raises
+def loads(raw: bytes | str, what: str = "the JSON") -> Any:
     """json.loads for anything from outside: ValueError (a TooDeep) for nesting past MAX_DEPTH, said so."""
     deep = depth_over(raw)
     if deep is not None:

@@ -212,7 +212,12 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
     if deadline is not None and time.monotonic() > deadline:
         block.late = True  # the client has stopped waiting: it never saw these cards
         return block
-    bookkeeping(lambda: (seen.remember(budget.ids), service.store.touch(budget.ids, iso(now))), block.degraded)
+
+    def record() -> None:
+        seen.remember(budget.ids)
+        service.store.touch(budget.ids, iso(now))
+
+    bookkeeping(record, block.degraded)
     return block
 
 

@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import json
 import threading
-from typing import Callable
+from typing import Callable, cast
 
 import httpx
 from fastapi import FastAPI, Request
@@ -184,7 +184,9 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
             if not isinstance(body, dict):
                 return raw
             prompt = last_user_prompt(body)
-            turn = InjectRequest(prompt, session_id=conversation_key(body), context=earlier_turns(body) or None,
+            # cast: plain strings are one of the context forms the request takes, and nothing adds to the list
+            turn = InjectRequest(prompt, session_id=conversation_key(body),
+                                 context=cast("list[dict | str]", earlier_turns(body)) or None,
                                  budget_ms=timeout_s * 1000, window_has_handoff=opens_with_handoff(body)) \
                 if prompt else None
             block = await block_for(turn) if turn else None

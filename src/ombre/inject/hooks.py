@@ -14,7 +14,6 @@ import datetime as dt
 import json
 import sys
 import time
-from io import TextIOBase  # not typing.IO: the hook runs every turn, and typing costs ~5 ms to import
 from pathlib import Path
 
 from .. import jsonl_log
@@ -24,6 +23,11 @@ from ..settings import Settings
 from ..tokens import estimate_text
 from ..transcript import tail
 from ..transcript.lines import opens_with_handoff
+
+# not typing.TYPE_CHECKING: the hook runs every turn, and typing costs ~5 ms to import; mypy reads this name as True
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
 
 EVENTS = {"user-prompt-submit": "UserPromptSubmit", "session-start": "SessionStart"}
 MAX_CONTEXT_CHARS = 9_500  # Claude Code truncates hook output past 10,000 characters
@@ -63,9 +67,10 @@ def user_prompt_submit(payload: dict, settings: Settings, timeout: float,
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return None, "no prompt", {}
-    path = payload.get("transcript_path")
+    given = payload.get("transcript_path")
+    path = given if isinstance(given, str) else ""
     # as many of the person's earlier utterances, as long, as a query reads
-    readable = isinstance(path, str) and bool(path)
+    readable = bool(path)
     context = tail.person_turns(path, RECENT_TURNS, TURN_CHARS) if readable else []
     block = request_block(settings, prompt, payload.get("session_id"), timeout, context=context, target=target,
                           has_handoff=readable and opens_with_handoff(path))
@@ -118,12 +123,14 @@ def just_swapped(settings: Settings, source: object, session_id: str | None,
     return now - at <= dt.timedelta(minutes=settings.just_now_mins)
 
 
-def run(event: str, stdin: TextIOBase, stdout: TextIOBase, env: dict | None = None,
+def run(event: str, stdin: TextIO, stdout: TextIO, env: dict | None = None,
         started: float | None = None) -> int:
     """Run one hook; always returns 0. `started` (time.monotonic()) is when the process began, from which
     the time budget and the latency target count."""
     started = time.monotonic() if started is None else started
-    outcome, settings, details = "bad input", None, {}
+    outcome = "bad input"
+    settings: Settings | None = None
+    details: dict = {}
     try:
         settings = Settings.from_env(env)
         raw = stdin.read()

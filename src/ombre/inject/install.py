@@ -106,6 +106,12 @@ def _dump_json(data: dict) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 
+def _section(data: dict, key: str) -> dict:
+    """`data[key]` when it is an object, else a new empty one (what is there and is not an object is replaced)."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _put(data: dict, key: str, value: object) -> None:
     """Set `key`, or leave it out when there is nothing in it (a config keeps no empty sections of ours)."""
     if value:
@@ -135,17 +141,18 @@ def _settings_change(settings: Settings, exe: Path | None, env: dict[str, str], 
     path = settings.claude_home / "settings.json"
     before = _read(path)
     data = _load_json(path, before)
-    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    hooks = _section(data, "hooks")
     for event, name in HOOK_EVENTS.items():
         groups = _without_ours(hooks.get(event) or [])
         if exe is not None:
-            ours = {"hooks": [{"type": "command", "command": hook_command(exe, name, env), "timeout": timeout_s}]}
+            ours: dict[str, object] = {
+                "hooks": [{"type": "command", "command": hook_command(exe, name, env), "timeout": timeout_s}]}
             if event == "SessionStart":
                 ours = {"matcher": SESSION_START_MATCHER, **ours}
             groups.append(ours)
         _put(hooks, event, groups)
     _put(data, "hooks", hooks)
-    session_env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    session_env = _section(data, "env")
     for key, value in owned_env.items():
         if exe is not None:
             session_env[key] = value
@@ -167,11 +174,11 @@ def _record_change(settings: Settings, owned_env: dict[str, str], install: bool)
 
 def _owned_env(settings: Settings, install: bool, cache_1h: bool) -> dict[str, str]:
     record = _load_json(settings.claude_home / RECORD_NAME, _read(settings.claude_home / RECORD_NAME))
-    owned = record.get("added_env") if isinstance(record.get("added_env"), dict) else {}
+    owned = _section(record, "added_env")
     if not install:
         return {k: str(v) for k, v in owned.items()}
     current = _load_json(settings.claude_home / "settings.json", _read(settings.claude_home / "settings.json"))
-    present = current.get("env") if isinstance(current.get("env"), dict) else {}
+    present = _section(current, "env")
     wanted = dict(CACHE_1H) if cache_1h else {}
     # never take over a setting the person made themselves (or their choice of the 5-minute cache)
     return {k: v for k, v in wanted.items()
@@ -182,7 +189,7 @@ def _mcp_change(settings: Settings, exe: Path | None, env: dict[str, str]) -> Fi
     path = global_config_path(settings)
     before = _read(path)
     data = _load_json(path, before)
-    servers = data.get("mcpServers") if isinstance(data.get("mcpServers"), dict) else {}
+    servers = _section(data, "mcpServers")
     if exe is None:
         current = servers.get(MCP_NAME)
         if isinstance(current, dict) and Path(str(current.get("command", ""))).name == "ombre":

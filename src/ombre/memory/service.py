@@ -20,7 +20,7 @@ from .embed import LOADERS, ORDER, Embedder
 from .hold import HoldRequest, HoldResult, enrich, enrich_pending, hold, validate
 from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory
 from .segment import document
-from .store import GateEntry, MemoryStore
+from .store import GateEntry, MemoryStore, NewRow
 
 MAX_IMPORT_LINE = 100_000  # an exported memory is a few KB (content is capped at OMBRE_MAX_CONTENT_CHARS)
 _EVIDENCE_FIELDS = set(Evidence.__dataclass_fields__)
@@ -248,7 +248,7 @@ class MemoryService:
                     "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc))
                 result.refused.append((n, reason))
         present = self.store.get_many([m.id for m in rows])
-        fresh = []
+        fresh: list[NewRow] = []
         for m in rows:
             if m.id in present or any(m.id == f.id for f, _, _ in fresh):
                 result.skipped += 1

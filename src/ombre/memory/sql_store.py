@@ -7,6 +7,7 @@ It gives `_query` and `_write`; keyword search, vectors, the bigger writes and m
 """
 from __future__ import annotations
 
+import builtins  # the store has a method named list: annotations after it name the type this way
 import json
 from collections import Counter
 
@@ -77,7 +78,8 @@ class SqlStore:
     def _where(self, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
                min_importance: int | None = None, exclude_commitments: bool = False) -> tuple[str, tuple]:
         P = self.P
-        where, params = [f"{self.PLUS}namespace={P}"], [self.namespace]
+        where = [f"{self.PLUS}namespace={P}"]
+        params: list[object] = [self.namespace]
         for column, value in (("archived", archived), ("pinned", pinned)):
             if value is not None:
                 # with a type given, its index is the selective one
@@ -113,7 +115,8 @@ class SqlStore:
                            "LIMIT 1", params)
         return row_to_memory(rows[0]) if rows else None
 
-    def on_month_days(self, month_days: list[str], *, created_before: str | None = None) -> list[Memory]:
+    def on_month_days(self, month_days: builtins.list[str], *,
+                      created_before: str | None = None) -> builtins.list[Memory]:
         """Live memories whose event date or creation falls on one of these month-days ("MM-DD"); with
         `created_before` (an ISO time), a creation counts only before it (an anniversary needs a year)."""
         if not month_days:
@@ -127,7 +130,7 @@ class SqlStore:
             f"SELECT {COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) {match} OR ({created})) "
             f"AND {plus}archived=0 AND superseded_by IS NULL AND {plus}namespace={P}", params)]
 
-    def on_dates(self, dates: list[str]) -> list[Memory]:
+    def on_dates(self, dates: builtins.list[str]) -> builtins.list[Memory]:
         """Live memories whose event falls on one of these days (YYYY-MM-DD): what is due."""
         if not dates:
             return []
@@ -147,7 +150,7 @@ class SqlStore:
         return self._query(f"SELECT count(*) FROM memories WHERE {vec} IS NULL AND {self.PLUS}namespace={self.P}",
                            (self.namespace,))[0][0]
 
-    def without_vectors(self, encoder: str, limit: int) -> list[Memory]:
+    def without_vectors(self, encoder: str, limit: int) -> builtins.list[Memory]:
         vec = VECTOR_COLUMNS[encoder][0]
         return [row_to_memory(r) for r in self._query(
             f"SELECT {COLUMNS} FROM memories WHERE {vec} IS NULL AND {self.PLUS}namespace={self.P} "
@@ -159,7 +162,7 @@ class SqlStore:
         return self._query(f"SELECT count(*) FROM gate_log WHERE namespace={P} AND day={P} AND source={P} "
                            f"AND decision {match}", (self.namespace, day, source, *params))[0][0]
 
-    def gate_log(self, limit: int) -> list[GateEntry]:
+    def gate_log(self, limit: int) -> builtins.list[GateEntry]:
         rows = self._query("SELECT at, day, source, decision, reasons, content, memory_id FROM gate_log "
                            f"WHERE {self.PLUS}namespace={self.P} ORDER BY seq DESC LIMIT {self.P}",
                            (self.namespace, limit))
@@ -173,7 +176,7 @@ class SqlStore:
         rows = self._query(f"SELECT namespace FROM namespaces WHERE token_sha256={self.P}", (token_sha256,))
         return rows[0][0] if rows else None
 
-    def namespaces(self) -> list[tuple[str, int, int]]:
+    def namespaces(self) -> builtins.list[tuple[str, int, int]]:
         """Every namespace with its memory and token counts."""
         rows = self._query("SELECT n, sum(m), sum(t) FROM (SELECT namespace AS n, count(*) AS m, 0 AS t FROM memories "
                            "GROUP BY namespace UNION ALL SELECT namespace, 0, count(*) FROM namespaces GROUP BY "
@@ -200,7 +203,7 @@ class SqlStore:
     def set_meta(self, key: str, value: str) -> None:
         self._write([self._meta_step(key, value)], changes_vectors=False)
 
-    def touch(self, ids: list[str], at: str) -> None:
+    def touch(self, ids: builtins.list[str], at: str) -> None:
         if ids:
             # in one order, so two services touching the same memories take their row locks alike
             self._write([(f"UPDATE memories SET activation_count = activation_count + 1, last_active={self.P} "

@@ -125,7 +125,7 @@ def _breath(service: MemoryService, args: dict[str, Any]) -> BreathOut:
 
 
 def build_mcp(service: MemoryService | None = None, tenants=None, relay: Relay | None = None,
-              **settings: object) -> FastMCP:
+              **settings: Any) -> FastMCP:
     """Answered from `service`, or (over stdio) through `relay`. `tenants` (over HTTP): each call answered
     from the namespace its request's token belongs to."""
     server = FastMCP("ombre", instructions="Ombre 记忆：hold 记下对方亲口说的事（没有原话就是未确认），"
@@ -151,7 +151,7 @@ def build_mcp(service: MemoryService | None = None, tenants=None, relay: Relay |
     async def hold(content: str, tags: list[str] | str | None = None, importance: int = 5, pinned: bool = False,
                    valence: float = 0.5, arousal: float = 0.3, type: str = "事件", title: str = "", domain: str = "",
                    quote: str | None = None, from_session: str | None = None, event_date: str | None = None,
-                   ctx: Context = None) -> HoldOut:
+                   ctx: Context | None = None) -> HoldOut:
         """记下一件值得长期记住的事。quote 填对方的原话（≤2 句）；没有原话就留空，这条会记为「未确认」。
         承诺/约定用 type="承诺"；pinned 只给红线和核心承诺。"""
         args = dict(content=content, tags=tags, importance=importance, pinned=pinned, valence=valence,
@@ -162,7 +162,7 @@ def build_mcp(service: MemoryService | None = None, tenants=None, relay: Relay |
     @server.tool()
     async def breath(query: str = "", max_tokens: int = 1800, domain: str | None = None, valence: float | None = None,
                      arousal: float | None = None, max_results: int = 5, is_session_start: bool = False,
-                     context: list[str] | str | None = None, ctx: Context = None) -> BreathOut:
+                     context: list[str] | str | None = None, ctx: Context | None = None) -> BreathOut:
         """回想相关记忆。换窗后第一件事：breath(is_session_start=True) 取回会话交接和置顶核心。
         query 太短（"那周三呢？"）时，把对方最近几句话放进 context（从早到晚），用来判断在说什么。
         标「未确认」的卡片不能当事实说出口。"""

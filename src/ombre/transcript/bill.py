@@ -12,6 +12,7 @@ series and the swaps from the run log show that on one timeline.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -131,7 +132,7 @@ def _request(line: dict) -> tuple[str, Request] | None:
                         _int(usage.get("output_tokens")))
 
 
-def requests(projects_dir: Path, written: set[str] = frozenset(),
+def requests(projects_dir: Path, written: Collection[str] = frozenset(),
              since: float | None = None) -> tuple[list[Request], int]:
     """Every billed reply under the projects folder, once each, oldest first; and how many files were read.
 

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from ..clock import parse_timestamp
 from ..tokens import estimate_block, estimate_content, estimate_json, estimate_text, usage_context, window_for
@@ -111,9 +111,9 @@ class Transcript:
     leaf: Entry | None
     lines_total: int
     rewrite: Rewrite | None = None  # applied to message lines as they are measured (diet/forge squash)
-    _spool: "tempfile._TemporaryFileWrapper | None" = field(default=None, repr=False)
+    _spool: BinaryIO | None = field(default=None, repr=False)
     _events: list[Entry] | None = field(default=None, repr=False)
-    _reader: "io.BufferedReader | None" = field(default=None, repr=False)
+    _reader: BinaryIO | None = field(default=None, repr=False)
 
     @property
     def session_id(self) -> str:

@@ -37,7 +37,8 @@ class Fingerprint:
         return cls(st.st_size, st.st_mtime_ns)
 
 
-_scan_once = json.JSONDecoder().scan_once  # the C scanner json.loads itself ends up in
+# the C scanner json.loads itself ends up in
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # JSONDecoder.__init__ sets it; typeshed omits it
 
 
 def parse_line(chunk: bytes) -> dict:

@@ -78,7 +78,7 @@ def plan(*, install: bool, env: dict[str, str], exe: Path | None = None,
             if before is not None and not ours:
                 raise UsageError(f"{path} exists and was not written by ombre",
                                  hint="move it away (or remove it) and run `ombre install service` again")
-            after = unit_text(description, exe or Path("ombre"), args, env, workdir or Path.cwd())
+            after: str | None = unit_text(description, exe or Path("ombre"), args, env, workdir or Path.cwd())
         else:
             after = None if ours else before
         changes.append(FileChange(path, before, after, f"systemd user unit for `ombre {args}`"))

@@ -355,7 +355,8 @@ def _kept_lines(t: Transcript, kept_events: list[Entry]) -> list[Entry]:
 def _system_overhead(t: Transcript, events: list[Entry], samples_wanted: int = 5) -> int:
     """Tokens of system prompt + tools every request carried: stored usage minus our estimate of the
     messages before it, over the first few replies (the median, so one odd request does not skew it)."""
-    samples, running, seen = [], 0, set()
+    samples: list[int] = []
+    running, seen = 0, set()
     for e in events:
         if len(samples) >= samples_wanted:
             break
@@ -424,7 +425,7 @@ CUT_MARKER = "（接上文：这一轮很长，前面的部分留在原会话里
 
 def _handoff_line(template: dict, blocks: list[tuple[str, dict]], new_sid: str, when: dt.datetime) -> dict:
     """The new window's first user line: what is carried (see carry.py), then the marker or the handoff."""
-    line = {"parentUuid": None, "isSidechain": False}
+    line: dict[str, object] = {"parentUuid": None, "isSidechain": False}
     for key in ("userType", "cwd"):
         if key in template:
             line[key] = template[key]
@@ -537,8 +538,8 @@ def _thinking_of(message: dict) -> list[tuple[str, str]]:
             if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")]
 
 
-def _run_entry(mode: str, old_sid: str, new_sid: str | None, options: object, *, ok: bool,
-               error: str | None = None, summary: object = None) -> dict:
+def _run_entry(mode: str, old_sid: str, new_sid: str | None, options: ForgeOptions, *, ok: bool,
+               error: str | None = None, summary: ForgeResult | None = None) -> dict:
     """The history log's line for one writing run: old sid, new sid, mode, options (the handoff text
     left out: it belongs to the person) and the result."""
     opts = asdict(options) if is_dataclass(options) else dict(vars(options))

@@ -43,8 +43,10 @@ def squash_text(text: str, cap: int) -> str | None:
 
 
 def image_placeholder(block: dict) -> dict:
-    source = block.get("source") if isinstance(block.get("source"), dict) else {}
-    data = source.get("data") if isinstance(source.get("data"), str) else ""
+    raw_source = block.get("source")
+    source = raw_source if isinstance(raw_source, dict) else {}
+    raw_data = source.get("data")
+    data = raw_data if isinstance(raw_data, str) else ""
     mime = source.get("media_type") or source.get("type") or "unknown"
     what = "图片" if block.get("type") == "image" else "文件"
     return {"type": "text", "text": IMAGE_MARK.format(what=what, mime=mime, kb=round(len(data) * 3 / 4 / 1024))}

@@ -140,7 +140,8 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
         source = next((t for t in turns if t.who == "person" and quote and quote in t.text), None)
         if source is None:  # a quote not in the person's own words is never stored
             continue
-        kind = item.get("type") if item.get("type") in KINDS else "事件"
+        given = item.get("type")
+        kind = given if isinstance(given, str) and given in KINDS else "事件"
         importance = item.get("importance")
         importance = importance if isinstance(importance, int) and 1 <= importance <= 10 else 5
         out.append(Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid,

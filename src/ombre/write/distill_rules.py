@@ -34,9 +34,11 @@ import re
 from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..memory.embed import Embedder
 
 EXAMPLES = Path(__file__).with_name("distill_examples.jsonl")
@@ -54,9 +56,12 @@ MAX_CANDIDATES = 3
 BINDING = frozenset({"承诺", "约定", "规则"})
 
 
-def capped(items: list, kind: Callable[[object], str], importance: Callable[[object], int]) -> list:
+_Item = TypeVar("_Item")
+
+
+def capped(items: list[_Item], kind: Callable[[_Item], str], importance: Callable[[_Item], int]) -> list[_Item]:
     """`items` (most binding first) within MAX_CANDIDATES, every binding or grave one kept whatever the cap."""
-    def kept(x: object) -> bool:
+    def kept(x: _Item) -> bool:
         return kind(x) in BINDING or importance(x) >= 7
 
     rest = [x for x in items if not kept(x)]
@@ -310,7 +315,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
     return None
 
 
-def _marked(parts: list[str], i: int, marker: re.Pattern[str]) -> bool:
+def _marked(parts: list[str], i: int, marker: re.Pattern[str] | _Marker) -> bool:
     """Whether the clause beside this one says it is an agreement ("说好了") or a secret ("你要保密啊")."""
     return any(0 <= j < len(parts) and marker.match(_FILLER.sub("", parts[j])) for j in (i - 1, i + 1))
 
@@ -325,7 +330,7 @@ class Examples:
         self.kinds = [r.get("kind") or "" for r in rows]
         self.keep = [bool(r["keep"]) for r in rows]
         self._texts = [r["text"] for r in rows]
-        self._matrix = None
+        self._matrix: np.ndarray | None = None
 
     def vote(self, texts: list[str]) -> list[tuple[float, str]]:
         """Per text: the similarity-weighted share of its nearest examples worth keeping, and the kind of
@@ -531,7 +536,7 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
                 continue
             if n in accepted and _proposal(parts, i):
                 typed = _PROPOSAL_LEAD.sub("", _PROPOSAL_ASK.sub("", typed)).strip("，,。 ") or typed
-                kept = Kept("约定", 7, 0, "a proposal the companion accepted")
+                kept: Kept | None = Kept("约定", 7, 0, "a proposal the companion accepted")
             else:
                 kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "", parts[i - 1] if i else "", text) or \
                     _from_context(parts, i, n, found, secret_from, changed_at, n in answers)

@@ -26,6 +26,7 @@ the original id and the body's hash, so a second run adds nothing.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import math
@@ -47,6 +48,7 @@ from ..memory.model import CONFIRMED, FEEL_DOMAIN, FEEL_TYPE, LETTER_TYPE, UNCON
 from ..memory.query import PERSON_ROLES, speaker_tag
 from ..memory.segment import document
 from ..memory.service import MemoryService
+from ..memory.store import NewRow
 from .distill_rules import judge
 
 SOURCE = "ombre-brain"
@@ -133,15 +135,15 @@ def _read_folder(root: Path) -> Vault:
                                hint="give the buckets folder of an Ombre-Brain vault, or its export zip")
     for rel, full in _walk(buckets, vault):
         if rel.startswith("_sources/"):
-            _add_source(vault, rel, lambda full=full: _read_capped(full, MAX_SOURCE_BYTES))
+            _add_source(vault, rel, functools.partial(_read_capped, full, MAX_SOURCE_BYTES))
         elif rel.endswith(".md") and not rel.startswith(("_", ".")):
-            _add_bucket(vault, rel, lambda full=full: _read_capped(full, MAX_BUCKET_BYTES))
+            _add_bucket(vault, rel, functools.partial(_read_capped, full, MAX_BUCKET_BYTES))
         else:
             vault.other_files += 1
     for extra in (root / "sources", root / "_sources"):  # an unzipped export keeps them beside buckets/
         if extra.is_dir() and extra != buckets / "_sources" and not extra.is_symlink():
             for rel, full in _walk(extra, vault):
-                _add_source(vault, rel, lambda full=full: _read_capped(full, MAX_SOURCE_BYTES))
+                _add_source(vault, rel, functools.partial(_read_capped, full, MAX_SOURCE_BYTES))
     return vault
 
 
@@ -527,8 +529,9 @@ def import_vault(service: MemoryService, path: Path, *, dry_run: bool = False, n
         report.notes.append(f"{report.zoneless} {'memory' if report.zoneless == 1 else 'memories'} had a time "
                             "without a zone: read as Asia/Shanghai")
     if not dry_run and fresh:
-        rows = [(p.memory, document(" ".join([p.memory.title, p.memory.content, " ".join(p.memory.tags)])), None)
-                for p in fresh]
+        rows: list[NewRow] = [
+            (p.memory, document(" ".join([p.memory.title, p.memory.content, " ".join(p.memory.tags)])), None)
+            for p in fresh]
         service.store.add_many(rows)  # one transaction: what was accepted goes in whole, or not at all
         report.added = len(fresh)
         report.embedded = enrich_pending(service.store, service.encoders, progress=progress)

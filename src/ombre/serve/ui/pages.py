@@ -10,6 +10,7 @@ import datetime as dt
 import hmac
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, quote
 from zoneinfo import ZoneInfo
 
@@ -133,7 +134,7 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     def memories(request: Request, q: str = "", type: str = "", status: str = "", pinned: str = "",
                  archived: str = "") -> HTMLResponse:
         service = memories_of(request)
-        found = []
+        found: list[dict[str, Any]] = []  # the template's rows: a memory with why and score when searched
         if q.strip():
             result = service.breath(BreathRequest(query=q, max_results=20, max_tokens=20_000), touch=False)
             found = [{"memory": service.store.get(c.id), "why": c.why, "score": c.score} for c in result.cards]

@@ -6,6 +6,7 @@ them), horizontal lines (thresholds) and vertical marks (swaps).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -32,8 +33,8 @@ def _fmt(y: float) -> str:
     return f"{y / 1e6:.1f}M" if y >= 1e6 else f"{y / 1e3:.0f}k" if y >= 1e4 else f"{y:g}"
 
 
-def timeline(points: list[Point], *, y_max: float | None = None, hlines: list[Rule] = (),
-             vlines: list[Rule] = (), label: str = "") -> str:
+def timeline(points: list[Point], *, y_max: float | None = None, hlines: Sequence[Rule] = (),
+             vlines: Sequence[Rule] = (), label: str = "") -> str:
     if not points:
         return f'<svg class="plot" viewBox="0 0 {WIDTH} 60" role="img" aria-label="{escape(label)}">' \
                f'<text x="{PAD_L}" y="34" class="empty">—</text></svg>'
@@ -70,12 +71,12 @@ def timeline(points: list[Point], *, y_max: float | None = None, hlines: list[Ru
     for v in vlines:
         out.append(f'<line class="mark {v.cls}" x1="{x(v.value):.1f}" y1="{PAD_T}" x2="{x(v.value):.1f}" '
                    f'y2="{PAD_T + inner_h}"><title>{escape(v.label)}</title></line>')
-    groups: dict[str, list[Point]] = {}
+    groups: dict[str, list[tuple[dt.datetime, float]]] = {}  # only points with a reading join a line
     for p in points:
         if p.group and p.y is not None:
-            groups.setdefault(p.group, []).append(p)
+            groups.setdefault(p.group, []).append((p.at, p.y))
     for n, (name, members) in enumerate(sorted(groups.items())):
-        path = " ".join(f"{x(p.at.timestamp()):.1f},{y(p.y):.1f}" for p in sorted(members, key=lambda p: p.at))
+        path = " ".join(f"{x(at.timestamp()):.1f},{y(v):.1f}" for at, v in sorted(members, key=lambda m: m[0]))
         out.append(f'<polyline class="series s{n % 6}" points="{path}"><title>{escape(name)}</title></polyline>')
     for p in points:
         cy = y(p.y) if p.y is not None else PAD_T + inner_h
