@@ -34,7 +34,7 @@ from .sql_store import SqlStore
 from .store import GateEntry, VectorIndex
 
 if TYPE_CHECKING:
-    import psycopg
+    from psycopg_pool import ConnectionPool
 
 LOCK_KEY = 0x6F6D627265  # "ombre": the advisory lock migrations take
 HOLD_CLASS = 0x6F6D62  # with the namespace's hash: the lock writes that check before they write take (exclusive)
@@ -145,10 +145,10 @@ def _bm25(words: str, grams: str, length: float, idf: dict[str, float]) -> float
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s AND namespace=%s"
 class PostgresStore(SqlStore):
     P, ORDER, PLUS = "%s", "seq", ""
-    # the connection and its lock: __init__ takes them from `share`, or opens them
+    # the pool and the bound on holds keeping a connection: __init__ takes them from `share`, or opens them
     _psycopg: ModuleType
-    _db: psycopg.Connection
-    _lock: threading.RLock
+    _pool: ConnectionPool
+    _lockers: threading.BoundedSemaphore
 
     def __init__(self, url: str, namespace: str = "default", *, share: "PostgresStore | None" = None,
                  pool: tuple[int, int] = (1, 10), timeout_s: float = 10.0) -> None:
