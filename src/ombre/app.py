@@ -4,6 +4,7 @@ The CLI, the HTTP and MCP servers, the dashboard, the gateway and the keeper ask
 service (with its commitment arbiter), and the callables the keeper
 runs. Below this module nothing builds another layer's parts from settings; above it nothing builds them twice.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,18 +28,22 @@ def open_store(settings: Settings) -> MemoryStore:
     """The store OMBRE_DB names (PostgreSQL for a postgresql:// address, else the SQLite file in OMBRE_HOME),
     reading and writing the namespace OMBRE_NAMESPACE names."""
     if settings.db:
-        return PostgresStore(settings.db, settings.namespace, pool=(settings.pg_pool_min, settings.pg_pool_max),
-                             timeout_s=settings.pg_pool_timeout_ms / 1000)
+        return PostgresStore(
+            settings.db,
+            settings.namespace,
+            pool=(settings.pg_pool_min, settings.pg_pool_max),
+            timeout_s=settings.pg_pool_timeout_ms / 1000,
+        )
     return SQLiteStore(settings.memory_db, settings.namespace)
 
 
-def open_service(settings: Settings, *, arbitrate: bool = True, store: MemoryStore | None = None,
-                 **encoders: Any) -> MemoryService:
+def open_service(
+    settings: Settings, *, arbitrate: bool = True, store: MemoryStore | None = None, **encoders: Any
+) -> MemoryService:
     """The memory service as every adapter (CLI, HTTP, MCP, dashboard) uses it: on the configured store, with
     commitment arbitration (rules, or the configured model). `arbitrate=False` for one that only recalls (the
     gateway's) or whose holds skip arbitration; `embedder=` / `encoders=` as MemoryService takes them."""
-    return MemoryService(settings, store or open_store(settings), arbiter=arbiter if arbitrate else None,
-                         **encoders)
+    return MemoryService(settings, store or open_store(settings), arbiter=arbiter if arbitrate else None, **encoders)
 
 
 def bridge(settings: Settings) -> Bridge | None:
@@ -64,6 +69,7 @@ def holder(settings: Settings) -> Holder:
 
 def keeper_distill(settings: Settings) -> Callable[[Path, bool], None]:
     """What the keeper calls each idle pass (distils when due) and right before a forge (forced)."""
+
     def run(path: Path, force: bool) -> None:
         service = open_service(settings)
         try:

@@ -4,6 +4,7 @@ Used where every import counts (the per-turn hook) and where the memory service 
 hold, the gateway's remote recall): any failure is None, never an exception. `via_serve`, for the CLI, is the
 one call that raises, once the service has answered.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,10 +49,12 @@ def host_port(hostport: str) -> tuple[str, int]:
 
 def _post_http(url: str, data: bytes, token: str | None, timeout: float) -> bytes | None:
     deadline = time.monotonic() + timeout
-    hostport, _, path = url[len("http://"):].partition("/")
+    hostport, _, path = url[len("http://") :].partition("/")
     host, port = host_port(hostport)
-    head = (f"POST /{path} HTTP/1.1\r\nHost: {hostport}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\nConnection: close\r\n")
+    head = (
+        f"POST /{path} HTTP/1.1\r\nHost: {hostport}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: close\r\n"
+    )
     if token:
         head += f"Authorization: Bearer {token}\r\n"
     with socket.create_connection((host, port), timeout=timeout) as conn:
@@ -87,7 +90,7 @@ def _unchunk(payload: bytes) -> bytes:
         if size == 0:
             break
         out.append(rest[:size])
-        rest = rest[size + 2:]
+        rest = rest[size + 2 :]
     return b"".join(out)
 
 
@@ -128,14 +131,19 @@ def via_serve(settings: Settings, route: str, body: dict) -> dict | None:
     # ours when it serves this store (the owner is told which), or this namespace to this namespace's token
     # (which is not told the store); anything else — nothing, another store, a service that says only "ok" —
     # is not ours to write through
-    ours = up is not None and up.get("namespace") == settings.namespace and (
-        up.get("database") == settings.database_label or "database" not in up and bool(settings.token))
+    ours = (
+        up is not None
+        and up.get("namespace") == settings.namespace
+        and (up.get("database") == settings.database_label or "database" not in up and bool(settings.token))
+    )
     if not ours:
         return None
-    headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {settings.token}"}
-                                                       if settings.token else {})
-    request = urllib.request.Request(settings.memory_url + route, json.dumps(body, ensure_ascii=False).encode(),
-                                     headers)
+    headers = {"content-type": "application/json"} | (
+        {"authorization": f"Bearer {settings.token}"} if settings.token else {}
+    )
+    request = urllib.request.Request(
+        settings.memory_url + route, json.dumps(body, ensure_ascii=False).encode(), headers
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as r:
             return json.loads(r.read())
@@ -144,8 +152,11 @@ def via_serve(settings: Settings, route: str, body: dict) -> dict | None:
             answer = json.loads(exc.read())
         except ValueError:
             answer = {}
-        raise UsageError(answer.get("message") or f"ombre serve refused the request ({exc.code})",
-                         hint=answer.get("hint", "")) from None
+        raise UsageError(
+            answer.get("message") or f"ombre serve refused the request ({exc.code})", hint=answer.get("hint", "")
+        ) from None
     except (OSError, ValueError) as exc:
-        raise UsageError(f"ombre serve did not answer ({exc}); the request may or may not have been carried out",
-                         hint="check with `ombre memories list`, then try again") from None
+        raise UsageError(
+            f"ombre serve did not answer ({exc}); the request may or may not have been carried out",
+            hint="check with `ombre memories list`, then try again",
+        ) from None

@@ -3,6 +3,7 @@
 Stored times are UTC ISO strings; a day, a reminder or a handoff is read in Shanghai time, the zone of the
 people this tool is for (a person shown times elsewhere sets OMBRE_TZ, read by Settings.local).
 """
+
 from __future__ import annotations
 
 import datetime as dt

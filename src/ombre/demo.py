@@ -6,6 +6,7 @@ the same temporary place, which arbitrates a changed promise and recalls, and sh
 would inject and the handoff pack a tunnel would carry. A person's own `~/.claude`
 and `~/.ombre` are only ever read (dry runs) and never written.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -70,19 +71,38 @@ def run_demo(settings: Settings, keep: Path | None = None) -> list[Step]:
     heavy, long_tools = project / f"{TOOL_HEAVY}.jsonl", project / f"{LONG_TOOLS}.jsonl"
     before = {p: _sha(p) for p in (heavy, long_tools)}
     steps.append(Step("usage (context % from the stored usage)", read_usage(long_tools)))
-    steps.append(Step("diet: squash tool output and images, keep dialogue and thinking",
-                      run_diet(long_tools, DietOptions(squash=settings.diet_squash, history=history))))
+    steps.append(
+        Step(
+            "diet: squash tool output and images, keep dialogue and thinking",
+            run_diet(long_tools, DietOptions(squash=settings.diet_squash, history=history)),
+        )
+    )
     steps.append(Step("anchors: real user messages and the idx forge cuts at", anchors(heavy)))
-    steps.append(Step("forge --dry-run --retain 1500: keep only the recent raw tail",
-                      run_forge(heavy, ForgeOptions(selector=Selector(retain=1500), dry_run=True))))
-    steps.append(Step("forge --retain 1500 --inject <handoff>", run_forge(heavy, ForgeOptions(
-        selector=Selector(retain=1500), history=history,
-        inject_text="正在谈：示例会话的工具调用。\n未完成：无。\n线索词：示例, 演示"))))
+    steps.append(
+        Step(
+            "forge --dry-run --retain 1500: keep only the recent raw tail",
+            run_forge(heavy, ForgeOptions(selector=Selector(retain=1500), dry_run=True)),
+        )
+    )
+    steps.append(
+        Step(
+            "forge --retain 1500 --inject <handoff>",
+            run_forge(
+                heavy,
+                ForgeOptions(
+                    selector=Selector(retain=1500),
+                    history=history,
+                    inject_text="正在谈：示例会话的工具调用。\n未完成：无。\n线索词：示例, 演示",
+                ),
+            ),
+        )
+    )
     unchanged = all(_sha(p) == h for p, h in before.items())
     steps.append(Step("originals byte-identical after both runs: " + ("yes" if unchanged else "NO"), ""))
     # warm-up on: the chat is older than this store, and its turns are what the demo distils
-    steps += _memory_steps(dataclasses.replace(settings, ombre_home=home / "ombre", distill_warmup=True),
-                           project / f"{CHAT}.jsonl")
+    steps += _memory_steps(
+        dataclasses.replace(settings, ombre_home=home / "ombre", distill_warmup=True), project / f"{CHAT}.jsonl"
+    )
     if not keep:
         shutil.rmtree(home, ignore_errors=True)
         steps.append(Step("temporary Claude home removed (use --keep DIR to look at the files)", ""))
@@ -95,18 +115,27 @@ def _memory_steps(settings: Settings, chat: Path) -> list[Step]:
     service = open_service(settings)
     try:
         distilled = Distiller(settings, service).run(chat, force=True)
-        kept = [f"[{c['type']}] {c['content']} ← 「{c['quote'] or '未确认'}」 → {h['decision']}"
-                for c, h in zip(distilled.candidates, distilled.held)] or [f"nothing kept: {distilled.reason}"]
-        r = service.hold(HoldRequest(content="每周的语音改到周四晚上", type="承诺",
-                                     quote="以后周三的语音改到周四晚上吧"))
+        kept = [
+            f"[{c['type']}] {c['content']} ← 「{c['quote'] or '未确认'}」 → {h['decision']}"
+            for c, h in zip(distilled.candidates, distilled.held)
+        ] or [f"nothing kept: {distilled.reason}"]
+        r = service.hold(
+            HoldRequest(content="每周的语音改到周四晚上", type="承诺", quote="以后周三的语音改到周四晚上吧")
+        )
         verdict = f"  arbitration: {r.arbitration['action']} ({r.arbitration['reason']})" if r.arbitration else ""
         change = f"hold [承诺] 每周的语音改到周四晚上 → {r.decision}, {r.status}{verdict}"
         block = turn_block(service, InjectRequest("我们这周什么时候语音呀？", session_id="demo"))
     finally:
         service.close()
-    return [Step("distill: what the chat leaves in memory (the rules backend; passing states like 今天好累 stay out)",
-                 "\n".join(kept)),
-            Step("a later turn changes the promise: commitment arbitration replaces the old day", change),
-            Step("the per-turn block a hook injects for 「我们这周什么时候语音呀？」 (user side only)",
-                 block.text or "(nothing close enough to show)"),
-            Step("handoff pack a tunnel would carry (ombre handoff prepare)", prepare(chat).render())]
+    return [
+        Step(
+            "distill: what the chat leaves in memory (the rules backend; passing states like 今天好累 stay out)",
+            "\n".join(kept),
+        ),
+        Step("a later turn changes the promise: commitment arbitration replaces the old day", change),
+        Step(
+            "the per-turn block a hook injects for 「我们这周什么时候语音呀？」 (user side only)",
+            block.text or "(nothing close enough to show)",
+        ),
+        Step("handoff pack a tunnel would carry (ombre handoff prepare)", prepare(chat).render()),
+    ]

@@ -5,6 +5,7 @@ bridge and keeper state, the run and distillation logs, the database and its bac
 fails, what to do. `fix` does only the safe ones: seed the keeper's cooldowns, take a backup, start a bridge
 that an interrupted swap left stopped (from the tunnel's journal).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -50,20 +51,36 @@ def _same_place(a: str, b: str) -> bool:
 def _serve(s: Settings, own: dict | None = None, own_url: str | None = None) -> Check:
     if own is not None and own_url and not _same_place(own_url, s.memory_url):
         # the dashboard's own service is up by definition; what matters is whether the hooks reach it
-        return Check("memory service", False, f"this service answers at {own_url}, but the hooks and the CLI ask "
-                     f"{s.memory_url}", f"set OMBRE_URL={own_url} where they run, then `ombre install claude-code` "
-                     "again (it passes OMBRE_URL to the hooks)")
+        return Check(
+            "memory service",
+            False,
+            f"this service answers at {own_url}, but the hooks and the CLI ask {s.memory_url}",
+            f"set OMBRE_URL={own_url} where they run, then `ombre install claude-code` "
+            "again (it passes OMBRE_URL to the hooks)",
+        )
     health = own if own is not None else probe(s.memory_url, timeout=2, token=s.token)
     if health is None:
-        return Check("memory service", False, f"nothing answers at {s.memory_url}",
-                     "start it: `ombre serve` (or `systemctl --user start ombre-serve` after `ombre install service`)")
+        return Check(
+            "memory service",
+            False,
+            f"nothing answers at {s.memory_url}",
+            "start it: `ombre serve` (or `systemctl --user start ombre-serve` after `ombre install service`)",
+        )
     ok = health.get("status") == "ok"
     if "version" not in health:  # a service with a token tells the tokenless only whether it is up
-        return Check("memory service", ok, f"{health.get('status')} at {s.memory_url} (it has a token and says no "
-                     "more without it)", "" if ok else "set OMBRE_TOKEN to see why")
-    return Check("memory service", ok, f"{health.get('status')} at {s.memory_url}, version {health.get('version')}, "
-                 f"{health.get('memories')} memories" + ("" if ok else f": {health.get('reason')}"),
-                 "" if ok else "see the reason; `ombre serve` logs it at start")
+        return Check(
+            "memory service",
+            ok,
+            f"{health.get('status')} at {s.memory_url} (it has a token and says no more without it)",
+            "" if ok else "set OMBRE_TOKEN to see why",
+        )
+    return Check(
+        "memory service",
+        ok,
+        f"{health.get('status')} at {s.memory_url}, version {health.get('version')}, "
+        f"{health.get('memories')} memories" + ("" if ok else f": {health.get('reason')}"),
+        "" if ok else "see the reason; `ombre serve` logs it at start",
+    )
 
 
 def _installed(s: Settings) -> Check:
@@ -72,8 +89,12 @@ def _installed(s: Settings) -> Check:
     except OmbreError as exc:
         return Check("hooks and MCP", False, exc.message, exc.hint)
     if pending:
-        return Check("hooks and MCP", False, "not installed for this ombre: " + ", ".join(c.what for c in pending),
-                     "run `ombre install claude-code`")
+        return Check(
+            "hooks and MCP",
+            False,
+            "not installed for this ombre: " + ", ".join(c.what for c in pending),
+            "run `ombre install claude-code`",
+        )
     return Check("hooks and MCP", True, "the hooks, the MCP server and the discipline point at this ombre")
 
 
@@ -87,9 +108,12 @@ def _bridge(s: Settings, fix: bool) -> list[Check]:
     checks = []
     if journal_path(s).exists():
         # a tunnel died between stopping the bridge and starting it again: the chat may be down
-        check = Check("interrupted swap", False, f"a tunnel run stopped half-way ({journal_path(s)}): the bridge "
-                      "may still be stopped", "`ombre doctor --fix` (or the next tunnel, rebind or keeper pass) "
-                      "starts it again")
+        check = Check(
+            "interrupted swap",
+            False,
+            f"a tunnel run stopped half-way ({journal_path(s)}): the bridge may still be stopped",
+            "`ombre doctor --fix` (or the next tunnel, rebind or keeper pass) starts it again",
+        )
         if fix:
             try:
                 check.fixed = recover(s, bridge) or "nothing to finish"
@@ -102,19 +126,37 @@ def _bridge(s: Settings, fix: bool) -> list[Check]:
         return checks + [Check("bridge", False, f"cannot read what the bridge is bound to: {exc.message}", exc.hint)]
     newest = newest_written(s)
     if newest and bound != newest:
-        return checks + [Check("bridge", False, f"bound to {bound}, but the newest written session is {newest}",
-                               f"re-bind it: `ombre rebind {newest}`")]
+        return checks + [
+            Check(
+                "bridge",
+                False,
+                f"bound to {bound}, but the newest written session is {newest}",
+                f"re-bind it: `ombre rebind {newest}`",
+            )
+        ]
     if not bound:
         return checks + [Check("bridge", True, "nothing bound yet")]
     try:
         path = bridge.target(bound, find_session(bound, s.projects_dir).parent)
     except OmbreError as exc:
-        return checks + [Check("bridge", False, f"bound to {bound}, but the bridge would not resume it: "
-                               f"{exc.message}", "the next message would start fresh: re-bind it to a session "
-                               "the bridge can find (`ombre bridge status`)")]
+        return checks + [
+            Check(
+                "bridge",
+                False,
+                f"bound to {bound}, but the bridge would not resume it: {exc.message}",
+                "the next message would start fresh: re-bind it to a session "
+                "the bridge can find (`ombre bridge status`)",
+            )
+        ]
     if path.stat().st_size > SESSION_MAX_BYTES:
-        return checks + [Check("bridge", False, f"the bound session is {path.stat().st_size / 1e6:.0f} MB",
-                               "squash it: `ombre diet` (images and tool output)")]
+        return checks + [
+            Check(
+                "bridge",
+                False,
+                f"the bound session is {path.stat().st_size / 1e6:.0f} MB",
+                "squash it: `ombre diet` (images and tool output)",
+            )
+        ]
     return checks + [Check("bridge", True, f"bound to the newest session {bound}, where the bridge looks ({path})")]
 
 
@@ -123,60 +165,102 @@ def _cc_connect(s: Settings) -> list[Check]:
     if s.bridge != "cc-connect":
         return []
     try:
-        config = cc_connect.read_config(s.cc_connect_config, s.user_home or Path.home()) \
-            if s.cc_connect_config else None
+        config = (
+            cc_connect.read_config(s.cc_connect_config, s.user_home or Path.home()) if s.cc_connect_config else None
+        )
         project = config.project(s.bridge_project) if config and config.projects else None
     except OmbreError as exc:
         return [Check("cc-connect settings", False, exc.message, exc.hint)]
     if config is None or project is None:  # a project is only ever read from a config
-        return [Check("cc-connect settings", True, f"no cc-connect config at {s.cc_connect_config}: cannot tell "
-                      "whether its auto-compress is off (it is off unless [projects.auto_compress] enables it)")]
+        return [
+            Check(
+                "cc-connect settings",
+                True,
+                f"no cc-connect config at {s.cc_connect_config}: cannot tell "
+                "whether its auto-compress is off (it is off unless [projects.auto_compress] enables it)",
+            )
+        ]
     wrong = []
     if project.auto_compress and s.auto_forge:
         wrong.append("[projects.auto_compress] enabled = true (it sends /compact: the summary the keeper avoids)")
     if project.reset_on_idle_mins:
         wrong.append(f"reset_on_idle_mins = {project.reset_on_idle_mins} (a fresh session after that much quiet)")
-    return [Check("cc-connect settings", not wrong,
-                  "; ".join(wrong) or f"project {project.name}: auto-compress off, no reset on idle",
-                  f"in {config.path}, project {project.name}: set auto_compress enabled = false and "
-                  "reset_on_idle_mins = 0, then restart cc-connect" if wrong else "")]
+    return [
+        Check(
+            "cc-connect settings",
+            not wrong,
+            "; ".join(wrong) or f"project {project.name}: auto-compress off, no reset on idle",
+            f"in {config.path}, project {project.name}: set auto_compress enabled = false and "
+            "reset_on_idle_mins = 0, then restart cc-connect"
+            if wrong
+            else "",
+        )
+    ]
 
 
 def _waiting_for_new(s: Settings) -> list[Check]:
     flag = new_window.waiting(s)
     if flag is None:
         return []
-    return [Check("waiting for /new", True, f"since {flag.set_at}: when the chat leaves {flag.old_sid} the keeper "
-                  f"sends the continuation once ({flag.handoff})")]
+    return [
+        Check(
+            "waiting for /new",
+            True,
+            f"since {flag.set_at}: when the chat leaves {flag.old_sid} the keeper "
+            f"sends the continuation once ({flag.handoff})",
+        )
+    ]
 
 
 def _keeper(s: Settings) -> list[Check]:
     checks = []
     if not s.keeper_state.exists():
-        checks.append(Check("keeper cooldowns", False, f"no state file at {s.keeper_state}",
-                            "seed it: `ombre keeper seed` (so a first pass cannot fire at once)"))
+        checks.append(
+            Check(
+                "keeper cooldowns",
+                False,
+                f"no state file at {s.keeper_state}",
+                "seed it: `ombre keeper seed` (so a first pass cannot fire at once)",
+            )
+        )
     else:
         state = KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc))
-        checks.append(Check("keeper cooldowns", not state.breaker,
-                            f"last diet {state.last_diet or 'never'}, last forge {state.last_forge or 'never'}"
-                            + (f"; seeded {state.seeded}" if state.seeded else "")
-                            + (f"; breaker OPEN after {state.failures} failures" if state.breaker else ""),
-                            "fix the error of the last runs, then `ombre keeper reset`" if state.breaker else ""))
+        checks.append(
+            Check(
+                "keeper cooldowns",
+                not state.breaker,
+                f"last diet {state.last_diet or 'never'}, last forge {state.last_forge or 'never'}"
+                + (f"; seeded {state.seeded}" if state.seeded else "")
+                + (f"; breaker OPEN after {state.failures} failures" if state.breaker else ""),
+                "fix the error of the last runs, then `ombre keeper reset`" if state.breaker else "",
+            )
+        )
     if s.keeper_state.exists():
-
         refused = standing_refusals(KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc)))
-        checks.append(Check("keeper refusals", not refused,
-                            "; ".join(f"{r['mode']} of session {r['session']} refused: {r['reason']}" for r in refused)
-                            or "no session the keeper cannot rewrite",
-                            "the keeper skips these sessions until they change; `ombre forge SESSION --dry-run` shows "
-                            "why, and a report with the file helps fix it" if refused else ""))
+        checks.append(
+            Check(
+                "keeper refusals",
+                not refused,
+                "; ".join(f"{r['mode']} of session {r['session']} refused: {r['reason']}" for r in refused)
+                or "no session the keeper cannot rewrite",
+                "the keeper skips these sessions until they change; `ombre forge SESSION --dry-run` shows "
+                "why, and a report with the file helps fix it"
+                if refused
+                else "",
+            )
+        )
     runs = [e for e in jsonl_log.read(s.metrics_log, limit=200) if e.get("decision") in ("ok", "fail")][-20:]
     failed = [e for e in runs if e.get("decision") == "fail"]
     last = failed[-1].get("error") or failed[-1].get("reason") if failed else ""
-    checks.append(Check("keeper runs", not (runs and runs[-1].get("decision") == "fail"),
-                        f"{len(runs) - len(failed)} ok, {len(failed)} failed of the last {len(runs)}"
-                        + (f"; last error: {last}" if last else ""),
-                        "read the error above and `ombre keeper status`" if failed else ""))
+    checks.append(
+        Check(
+            "keeper runs",
+            not (runs and runs[-1].get("decision") == "fail"),
+            f"{len(runs) - len(failed)} ok, {len(failed)} failed of the last {len(runs)}"
+            + (f"; last error: {last}" if last else ""),
+            "read the error above and `ombre keeper status`" if failed else "",
+        )
+    )
     return checks
 
 
@@ -185,15 +269,22 @@ def _writes(s: Settings) -> Check:
     failed = [o for o in outcomes if str(o.get("reason", "")).startswith("model failed") or o.get("fallback")]
     held = sum(1 for o in outcomes for h in o.get("held") or [] if h.get("stored"))
     ok = len(failed) < max(1, len(outcomes)) or not outcomes
-    return Check("distillation", ok, f"last {len(outcomes)} runs: {held} memories held, {len(failed)} model "
-                 "failures or fallbacks", "" if ok else "check OMBRE_LLM and `ombre distill status`")
+    return Check(
+        "distillation",
+        ok,
+        f"last {len(outcomes)} runs: {held} memories held, {len(failed)} model failures or fallbacks",
+        "" if ok else "check OMBRE_LLM and `ombre distill status`",
+    )
 
 
 def _distill_start(s: Settings) -> Check:
     if not s.async_distill:
         return Check("distillation start", True, "background distillation is off (ASYNC_DISTILL=0)")
-    return Check("distillation start", True, reads_from(s) + ("" if started(s) else
-                 " (no install recorded: `ombre install claude-code` records it)"))
+    return Check(
+        "distillation start",
+        True,
+        reads_from(s) + ("" if started(s) else " (no install recorded: `ombre install claude-code` records it)"),
+    )
 
 
 NOT_VERDICTS = ("imported", "edited")  # trace entries that arbitration did not write
@@ -220,13 +311,20 @@ def _arbitration(s: Settings) -> list[Check]:
     finally:
         store.close()
     failed = [g for g in gate[:20] if any(r.startswith("仲裁没有完成") for r in g.reasons)]
-    detail = (f"{len(open_conflicts)} open contradiction(s)" + (f" ({', '.join(m.id for m in open_conflicts[:5])})"
-              if open_conflicts else "") + "; recent verdicts: "
-              + (", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "none")
-              + (f"; {len(failed)} of the last {min(20, len(gate))} writes could not be arbitrated" if failed else ""))
-    todo = ("the model behind arbitration failed: check OMBRE_LLM, `ombre distill status`; those memories are "
-            "未确认" if failed else "ask the person which is right, then `ombre memories archive` the wrong one"
-            if open_conflicts else "")
+    detail = (
+        f"{len(open_conflicts)} open contradiction(s)"
+        + (f" ({', '.join(m.id for m in open_conflicts[:5])})" if open_conflicts else "")
+        + "; recent verdicts: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "none")
+        + (f"; {len(failed)} of the last {min(20, len(gate))} writes could not be arbitrated" if failed else "")
+    )
+    todo = (
+        "the model behind arbitration failed: check OMBRE_LLM, `ombre distill status`; those memories are 未确认"
+        if failed
+        else "ask the person which is right, then `ombre memories archive` the wrong one"
+        if open_conflicts
+        else ""
+    )
     return [Check("arbitration", not failed, detail, todo)]
 
 
@@ -236,18 +334,23 @@ def _pool_check(s: Settings, serve_health: dict | None) -> Check:
     pool = (health or {}).get("pool")
     bounds = f"{s.pg_pool_min}–{s.pg_pool_max} connections, {s.pg_pool_timeout_ms / 1000:g} s wait"
     if not isinstance(pool, dict):
-        return Check("database pool", True, f"{bounds} (OMBRE_PG_POOL_MIN/MAX/TIMEOUT_MS); the running service's "
-                     "own use shows here when it answers")
+        return Check(
+            "database pool",
+            True,
+            f"{bounds} (OMBRE_PG_POOL_MIN/MAX/TIMEOUT_MS); the running service's own use shows here when it answers",
+        )
     busy = pool.get("waiting", 0) or pool.get("timeouts", 0)
-    return Check("database pool", not busy, f"{pool.get('open')} open of {pool.get('max')} ({pool.get('idle')} idle), "
-                 f"{pool.get('waiting')} waiting now, {pool.get('timeouts')} timed out since the service started",
-                 "" if not busy else "raise OMBRE_PG_POOL_MAX (within PostgreSQL's max_connections) and restart "
-                 "`ombre serve`")
+    return Check(
+        "database pool",
+        not busy,
+        f"{pool.get('open')} open of {pool.get('max')} ({pool.get('idle')} idle), "
+        f"{pool.get('waiting')} waiting now, {pool.get('timeouts')} timed out since the service started",
+        "" if not busy else "raise OMBRE_PG_POOL_MAX (within PostgreSQL's max_connections) and restart `ombre serve`",
+    )
 
 
 def _database(s: Settings, fix: bool, serve_health: dict | None = None) -> list[Check]:
     if s.db:
-
         try:
             store = open_store(s)
             try:
@@ -256,21 +359,34 @@ def _database(s: Settings, fix: bool, serve_health: dict | None = None) -> list[
                 store.close()
         except OmbreError as exc:
             return [Check("database", False, exc.message, exc.hint)]
-        return [Check("database", True, f"PostgreSQL {s.database_label}: {n} memories (back it up with pg_dump or "
-                      "your provider's backups)"),
-                _pool_check(s, serve_health)]
+        return [
+            Check(
+                "database",
+                True,
+                f"PostgreSQL {s.database_label}: {n} memories (back it up with pg_dump or your provider's backups)",
+            ),
+            _pool_check(s, serve_health),
+        ]
     if not s.memory_db.exists():
         return [Check("database", True, f"no memory database yet ({s.memory_db}): nothing held")]
     wrong = backup.problem(s.memory_db)
-    checks = [Check("database", wrong is None, wrong or f"{s.memory_db} passes SQLite's check",
-                    "" if wrong is None else
-                    "restore the newest good backup: `ombre backup --list`, `ombre restore FILE`")]
+    checks = [
+        Check(
+            "database",
+            wrong is None,
+            wrong or f"{s.memory_db} passes SQLite's check",
+            "" if wrong is None else "restore the newest good backup: `ombre backup --list`, `ombre restore FILE`",
+        )
+    ]
     newest = backup.backups(s.backups_dir)[-1:]
     age = dt.datetime.now().timestamp() - newest[0].stat().st_mtime if newest else None
     fresh = age is not None and age < BACKUP_MAX_AGE.total_seconds()
-    check = Check("backup", fresh,
-                  f"newest {newest[0]} ({age / 3600:.0f} h old)" if age is not None else "no backup yet",
-                  "" if fresh else "take one: `ombre backup` (ombre serve takes one a day)")
+    check = Check(
+        "backup",
+        fresh,
+        f"newest {newest[0]} ({age / 3600:.0f} h old)" if age is not None else "no backup yet",
+        "" if fresh else "take one: `ombre backup` (ombre serve takes one a day)",
+    )
     if not fresh and fix and wrong is None:
         made = backup.take(s.memory_db, s.backups_dir, s.backups_keep)
         check.fixed = f"took {made}"
@@ -281,13 +397,21 @@ def _database(s: Settings, fix: bool, serve_health: dict | None = None) -> list[
 def run(s: Settings, fix: bool = False, serve_health: dict | None = None, serve_url: str | None = None) -> list[Check]:
     """`serve_health` and `serve_url`: the service's own /health and address, when the caller is `ombre serve`
     itself (the dashboard)."""
-    checks = [_serve(s, serve_health, serve_url), _installed(s), *_bridge(s, fix), *_cc_connect(s),
-              *_waiting_for_new(s), *_keeper(s),
-              _writes(s), _distill_start(s), *_arbitration(s), *_database(s, fix, serve_health)]
+    checks = [
+        _serve(s, serve_health, serve_url),
+        _installed(s),
+        *_bridge(s, fix),
+        *_cc_connect(s),
+        *_waiting_for_new(s),
+        *_keeper(s),
+        _writes(s),
+        _distill_start(s),
+        *_arbitration(s),
+        *_database(s, fix, serve_health),
+    ]
     if fix:
         for c in checks:
             if c.name == "keeper cooldowns" and not c.ok and not s.keeper_state.exists():
-
                 c.fixed = f"seeded the cooldowns at {seed(s, by='ombre doctor --fix')}"
     return checks
 
@@ -308,4 +432,3 @@ def report(checks: list[Check]) -> str:
 
 def as_dicts(checks: list[Check]) -> list[dict]:
     return [asdict(c) for c in checks]
-

@@ -4,6 +4,7 @@ Claude Code starts `ombre hook EVENT` on every turn, so that one path skips the 
 imports only the hook module (p95 ≤ 150 ms from process start to output); everything else,
 `ombre hook --help` included, goes to the click CLI in cli.py.
 """
+
 from __future__ import annotations
 
 import os

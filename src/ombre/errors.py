@@ -2,6 +2,7 @@
 
 The CLI catches `OmbreError` once, prints `message` and `hint`, and exits non-zero.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,8 +35,7 @@ class SessionError(OmbreError):
 class TranscriptError(OmbreError):
     """A transcript file that cannot be read as Claude Code writes it."""
 
-    def __init__(self, message: str, *, path: Path | None = None, line: int | None = None,
-                 hint: str = "") -> None:
+    def __init__(self, message: str, *, path: Path | None = None, line: int | None = None, hint: str = "") -> None:
         where = f"{path}" if path else ""
         if line is not None:
             where += f":{line}"

@@ -3,6 +3,7 @@ command may write.
 
 A reader (Claude Code, cc-connect, another ombre) sees either the old bytes or the new ones, never half.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,19 +39,24 @@ def output_file(path: Path, follow_symlinks: bool = False) -> Path:
     path = Path(path)
     if path.is_symlink():
         if not follow_symlinks:
-            raise UsageError(f"{path} is a symbolic link (to {os.readlink(path)})",
-                             hint="give the file it points to, or pass --follow-symlinks to write through it")
+            raise UsageError(
+                f"{path} is a symbolic link (to {os.readlink(path)})",
+                hint="give the file it points to, or pass --follow-symlinks to write through it",
+            )
         path = path.resolve()
     try:
         st = path.stat()
     except FileNotFoundError:
         if not path.parent.is_dir():
-            raise UsageError(f"the folder {path.parent} does not exist", hint="create it first, or pick another "
-                             "path") from None
+            raise UsageError(
+                f"the folder {path.parent} does not exist", hint="create it first, or pick another path"
+            ) from None
         return path
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{path} is a folder", hint="give a file name inside it")
     if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{path} is not a regular file (a device, a pipe or a socket)",
-                         hint="give the path of an ordinary file; nothing was written")
+        raise UsageError(
+            f"{path} is not a regular file (a device, a pipe or a socket)",
+            hint="give the path of an ordinary file; nothing was written",
+        )
     return path

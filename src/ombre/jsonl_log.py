@@ -3,6 +3,7 @@
 The ground floor under every log Ombre keeps (the window runs' history, the keeper's, the hook's, the
 distiller's, the model ledger), so it imports nothing above the wire format.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,8 +18,7 @@ def append(path: Path, entry: dict, max_bytes: int | None = None) -> dict:
     """Append one line, stamped with `at` (UTC) unless it has one, and return it as written. A single write()
     of a short line keeps concurrent appends whole. With `max_bytes`, a log past that size is first moved to
     `<name>.1` (one generation kept), so a sidecar that writes a line every pass cannot fill the disk."""
-    entry = entry if "at" in entry else {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                                         **entry}
+    entry = entry if "at" in entry else {"at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **entry}
     path.parent.mkdir(parents=True, exist_ok=True)
     if max_bytes is not None:
         try:

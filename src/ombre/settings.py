@@ -2,6 +2,7 @@
 
 Names and defaults follow the seed; nothing below this module reads `os.environ`.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,9 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise UsageError(f"{name}={raw!r} is not a whole number",
-                         hint=f"unset it or give an integer (default {default})") from None
+        raise UsageError(
+            f"{name}={raw!r} is not a whole number", hint=f"unset it or give an integer (default {default})"
+        ) from None
 
 
 def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -35,15 +37,19 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
 
 def _pool_max(n: int) -> int:
     if n < 2:
-        raise UsageError(f"OMBRE_PG_POOL_MAX={n} is too small: a hold keeps one connection for its lock and "
-                         "works on another", hint="give 2 or more (default 10)")
+        raise UsageError(
+            f"OMBRE_PG_POOL_MAX={n} is too small: a hold keeps one connection for its lock and works on another",
+            hint="give 2 or more (default 10)",
+        )
     return n
 
 
 def namespace_name(name: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
-        raise UsageError(f"{name!r} is not a namespace name",
-                         hint="use letters, digits, '-', '_' or '.', at most 64, e.g. mum or companion-2")
+        raise UsageError(
+            f"{name!r} is not a namespace name",
+            hint="use letters, digits, '-', '_' or '.', at most 64, e.g. mum or companion-2",
+        )
     return name
 
 
@@ -56,8 +62,10 @@ def database_url(url: str | None) -> str | None:
     if not url or not url.strip():
         return None
     if not url.startswith(("postgresql://", "postgres://")):
-        raise UsageError(f"OMBRE_DB={url!r} is not a PostgreSQL address",
-                         hint="use postgresql://user:password@host:5432/dbname, or unset it for the SQLite file")
+        raise UsageError(
+            f"OMBRE_DB={url!r} is not a PostgreSQL address",
+            hint="use postgresql://user:password@host:5432/dbname, or unset it for the SQLite file",
+        )
     return url.strip()
 
 
@@ -65,8 +73,9 @@ def _zone(name: str) -> str:
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise UsageError(f"OMBRE_TZ={name!r} is not a time zone",
-                         hint="use an IANA name such as Asia/Shanghai") from None
+        raise UsageError(
+            f"OMBRE_TZ={name!r} is not a time zone", hint="use an IANA name such as Asia/Shanghai"
+        ) from None
     return name
 
 
@@ -107,9 +116,12 @@ def _encoders(env: Mapping[str, str]) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(k.strip().lower() for k in raw.split(",") if k.strip()))
     unknown = [k for k in chosen if k not in ENCODERS]
     if unknown or not chosen:
-        raise UsageError(f"OMBRE_ENCODERS={raw!r} names no known encoder" if not chosen else
-                         f"OMBRE_ENCODERS names unknown encoder(s): {', '.join(unknown)}",
-                         hint="use e5, use or both (e5,use); OMBRE_VECTORS=0 turns vectors off")
+        raise UsageError(
+            f"OMBRE_ENCODERS={raw!r} names no known encoder"
+            if not chosen
+            else f"OMBRE_ENCODERS names unknown encoder(s): {', '.join(unknown)}",
+            hint="use e5, use or both (e5,use); OMBRE_VECTORS=0 turns vectors off",
+        )
     return chosen
 
 
@@ -246,11 +258,13 @@ class Settings:
             bridge_status=env.get("OMBRE_BRIDGE_STATUS") or None,
             bridge_key=env.get("OMBRE_BRIDGE_KEY") or None,
             bridge_nudge=env.get("OMBRE_BRIDGE_NUDGE") or None,
-            cc_connect_config=Path(env.get("OMBRE_CC_CONNECT_CONFIG") or home / ".cc-connect" / "config.toml"
-                                   ).expanduser(),
+            cc_connect_config=Path(
+                env.get("OMBRE_CC_CONNECT_CONFIG") or home / ".cc-connect" / "config.toml"
+            ).expanduser(),
             bridge_project=env.get("OMBRE_BRIDGE_PROJECT") or None,
-            bridge_work_dir=(Path(env["OMBRE_BRIDGE_WORK_DIR"]).expanduser() if env.get("OMBRE_BRIDGE_WORK_DIR")
-                             else None),
+            bridge_work_dir=(
+                Path(env["OMBRE_BRIDGE_WORK_DIR"]).expanduser() if env.get("OMBRE_BRIDGE_WORK_DIR") else None
+            ),
             hysteresis_pct=_int(env, "AUTO_FORGE_HYSTERESIS_PCT", 3),
             max_failures=_int(env, "AUTO_FORGE_MAX_FAILURES", 3),
             backups_keep=_int(env, "OMBRE_BACKUPS_KEEP", 20),
@@ -317,8 +331,10 @@ class Settings:
         return redact(self.db) if self.db else str(self.memory_db)
 
     def as_dict(self) -> dict:
-        out = {f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else
-                        list(v) if isinstance(v, tuple) else v) for f in fields(self)}
+        out = {
+            f.name: (str(v) if isinstance(v := getattr(self, f.name), Path) else list(v) if isinstance(v, tuple) else v)
+            for f in fields(self)
+        }
         for secret in ("token", "llm_api_key"):
             if out[secret]:
                 out[secret] = "***"  # config output gets pasted into issues

@@ -3,6 +3,7 @@
 Claude's tokenizer is not public, so sizes are estimated and calibrated against the `usage` that Claude Code
 stores on assistant lines (see `bench/calibrate_tokens.py` and the README for the measured error).
 """
+
 from __future__ import annotations
 
 import math
@@ -88,8 +89,11 @@ def usage_context(usage: dict | None) -> int | None:
     """
     if not isinstance(usage, dict):
         return None
-    values = [v for v in (usage.get(k) for k in USAGE_KEYS)
-              if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0]
+    values = [
+        v
+        for v in (usage.get(k) for k in USAGE_KEYS)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    ]
     return int(sum(values)) if values else None
 
 

@@ -5,6 +5,7 @@ and JSON nested deeper than any real body or transcript line (the parser, and ev
 returns, recurses: 2,000 levels of `[` is a crash, not data) are the sender's mistake, said so plainly,
 never a crash deeper in.
 """
+
 from __future__ import annotations
 
 import json
@@ -127,24 +128,31 @@ def host_name(netloc: str) -> str:
     """The host part of `host[:port]` or `[v6]:port`, lower-cased."""
     netloc = netloc.strip().lower()
     if netloc.startswith("["):
-        return netloc[1:netloc.find("]")] if "]" in netloc else netloc
+        return netloc[1 : netloc.find("]")] if "]" in netloc else netloc
     return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
 
 
-def misdirected(method: str, host: str, origin: str | None, hosts: frozenset[str],
-                what: str) -> tuple[int, dict] | None:
+def misdirected(
+    method: str, host: str, origin: str | None, hosts: frozenset[str], what: str
+) -> tuple[int, dict] | None:
     """(status, body) refusing a request sent to a name this service was not started for (421), or a
     browser's state-changing request from another origin (403); None for a request to take. A browser names
     the page's origin (scheme, host and port) on every cross-site POST: only a page this service served
     carries the Host the request was sent to. A request without Origin is not a browser's cross-site one."""
     named = host_name(host)
     if named not in hosts:
-        return 421, {"error": "misdirected", "message": f"{what} does not answer to the name {named or '(none)'!r}",
-                     "hint": f"use 127.0.0.1 or localhost, or start it with --allow-host {named or 'NAME'}"}
+        return 421, {
+            "error": "misdirected",
+            "message": f"{what} does not answer to the name {named or '(none)'!r}",
+            "hint": f"use 127.0.0.1 or localhost, or start it with --allow-host {named or 'NAME'}",
+        }
     if method in SAFE_METHODS or origin is None:
         return None
     parts = urlsplit(origin)
     if origin == "null" or parts.scheme not in ("http", "https") or parts.netloc.lower() != host.strip().lower():
-        return 403, {"error": "forbidden", "message": f"a request from {origin} (another origin) may not change "
-                     "anything here", "hint": "use the dashboard or the API from this service's own address"}
+        return 403, {
+            "error": "forbidden",
+            "message": f"a request from {origin} (another origin) may not change anything here",
+            "hint": "use the dashboard or the API from this service's own address",
+        }
     return None

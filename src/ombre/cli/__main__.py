@@ -1,4 +1,5 @@
 """`python -m ombre.cli`: the same command as the `ombre` executable."""
+
 from . import main
 
 main()

@@ -1,5 +1,6 @@
 """What every command shares: the command classes that map errors to a message, JSON and an exit code, the
 common options, and the resources a command opens (closed with its click context)."""
+
 from __future__ import annotations
 
 import functools
@@ -28,8 +29,11 @@ class Exit(IntEnum):
 
 def emit(as_json: bool, value: object, human: Callable[[], str]) -> None:
     if as_json:
-        data = value.to_dict() if hasattr(value, "to_dict") else (
-            asdict(value) if is_dataclass(value) and not isinstance(value, type) else value)
+        data = (
+            value.to_dict()
+            if hasattr(value, "to_dict")
+            else (asdict(value) if is_dataclass(value) and not isinstance(value, type) else value)
+        )
         click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
     else:
         click.echo(human())
@@ -80,9 +84,16 @@ class OmbreGroup(click.Group):
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, self.lazy[name][1] if name in self.lazy and name not in self.commands
-                 else self.commands[name].get_short_help_str(formatter.width - 6 - len(name)))
-                for name in self.list_commands(ctx) if name in self.lazy or not self.commands[name].hidden]
+        rows = [
+            (
+                name,
+                self.lazy[name][1]
+                if name in self.lazy and name not in self.commands
+                else self.commands[name].get_short_help_str(formatter.width - 6 - len(name)),
+            )
+            for name in self.list_commands(ctx)
+            if name in self.lazy or not self.commands[name].hidden
+        ]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -95,9 +106,12 @@ class OmbreGroup(click.Group):
             ctx.exit(exc.exit_code)
         except OSError as exc:
             where = f" {exc.filename}" if exc.filename else ""
-            _say(UsageError(f"cannot use{where}: {exc.strerror or exc}",
-                            hint="check OMBRE_HOME and the paths you gave: each must be a folder or file you can "
-                                 "write"))
+            _say(
+                UsageError(
+                    f"cannot use{where}: {exc.strerror or exc}",
+                    hint="check OMBRE_HOME and the paths you gave: each must be a folder or file you can write",
+                )
+            )
             ctx.exit(2)
 
 
@@ -129,18 +143,30 @@ def read_handoff_file(path: Path) -> str:
 def selection_options(fn: Callable) -> Callable:
     """forge's selection options, shared by `forge` and `tunnel`."""
     options = [
-        click.option("--retain", type=int, default=None, help="Keep the recent tail up to this many tokens "
-                     "[default: AUTO_FORGE_RETAIN or 60000]."),
+        click.option(
+            "--retain",
+            type=int,
+            default=None,
+            help="Keep the recent tail up to this many tokens [default: AUTO_FORGE_RETAIN or 60000].",
+        ),
         click.option("--keep-days", default=None, help="Keep the turns of these Shanghai days: 2026-08-03,2026-08-04."),
         click.option("--keep-from-idx", type=int, default=None),
         click.option("--keep-from-uuid", default=None),
         click.option("--keep-from-ts", default=None),
         click.option("--keep-to-idx", type=int, default=None),
         click.option("--keep-to-uuid", default=None),
-        click.option("--keep-to-ts", default=None, help="Range ends: one of idx/uuid/ts per end (see `ombre "
-                     "anchors`); times without a zone are Asia/Shanghai; Unix seconds or ms also work."),
-        click.option("--max-kept", type=int, default=None, help="Trim a larger kept set from its oldest end "
-                     "[default: AUTO_FORGE_MAX_KEPT or 100000]."),
+        click.option(
+            "--keep-to-ts",
+            default=None,
+            help="Range ends: one of idx/uuid/ts per end (see `ombre "
+            "anchors`); times without a zone are Asia/Shanghai; Unix seconds or ms also work.",
+        ),
+        click.option(
+            "--max-kept",
+            type=int,
+            default=None,
+            help="Trim a larger kept set from its oldest end [default: AUTO_FORGE_MAX_KEPT or 100000].",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)

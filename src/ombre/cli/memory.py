@@ -1,4 +1,5 @@
 """The memory service from the command line: hold, breath, the memories, namespaces, backups, distillation."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -29,8 +30,9 @@ def service(settings: Settings):
 @command()
 @click.argument("content")
 @click.option("--title", default="")
-@click.option("--type", "kind", default="事件", show_default=True,
-              help="偏好 | 事件 | 规则 | 承诺 | 约定 | 会话交接 | …")
+@click.option(
+    "--type", "kind", default="事件", show_default=True, help="偏好 | 事件 | 规则 | 承诺 | 约定 | 会话交接 | …"
+)
 @click.option("--tag", "tags", multiple=True, help="A tag; repeat for more.")
 @click.option("--importance", type=int, default=5, show_default=True)
 @click.option("--pinned", is_flag=True)
@@ -43,13 +45,39 @@ def service(settings: Settings):
 @click.option("--auto", "auto", is_flag=True, help="Judge it as an automatic write (stricter gate).")
 @json_option
 @click.pass_obj
-def hold(settings: Settings, content: str, title: str, kind: str, tags: tuple[str, ...], importance: int,
-         pinned: bool, valence: float, arousal: float, domain: str, event_date: str | None, quote: str | None,
-         from_session: str | None, auto: bool, as_json: bool) -> None:
+def hold(
+    settings: Settings,
+    content: str,
+    title: str,
+    kind: str,
+    tags: tuple[str, ...],
+    importance: int,
+    pinned: bool,
+    valence: float,
+    arousal: float,
+    domain: str,
+    event_date: str | None,
+    quote: str | None,
+    from_session: str | None,
+    auto: bool,
+    as_json: bool,
+) -> None:
     """Remember one thing (write_gate, scarcity and the evidence chain apply)."""
-    req = HoldRequest(content=content, title=title, type=kind, tags=list(tags), importance=importance, pinned=pinned,
-                      valence=valence, arousal=arousal, domain=domain, event_date=event_date, quote=quote,
-                      from_session=from_session, source="auto" if auto else "manual")
+    req = HoldRequest(
+        content=content,
+        title=title,
+        type=kind,
+        tags=list(tags),
+        importance=importance,
+        pinned=pinned,
+        valence=valence,
+        arousal=arousal,
+        domain=domain,
+        event_date=event_date,
+        quote=quote,
+        from_session=from_session,
+        source="auto" if auto else "manual",
+    )
     served = via_serve(settings, "/v1/hold", asdict(req))
     result = HoldResult(**served) if served is not None else service(settings).hold(req)
     emit(as_json, result, lambda: render.hold(result))
@@ -65,17 +93,38 @@ def hold(settings: Settings, content: str, title: str, kind: str, tags: tuple[st
 @click.option("--valence", type=float, default=None)
 @click.option("--arousal", type=float, default=None)
 @click.option("--session-start", is_flag=True, help="With no query: the handoff block for a new window.")
-@click.option("--context", "context", multiple=True,
-              help="An earlier utterance of the person (repeat, oldest first): what a fragment of a query is about.")
+@click.option(
+    "--context",
+    "context",
+    multiple=True,
+    help="An earlier utterance of the person (repeat, oldest first): what a fragment of a query is about.",
+)
 @json_option
 @click.pass_obj
-def breath(settings: Settings, query: str, max_results: int, max_tokens: int, domain: str | None,
-           valence: float | None, arousal: float | None, session_start: bool, context: tuple[str, ...],
-           as_json: bool) -> None:
+def breath(
+    settings: Settings,
+    query: str,
+    max_results: int,
+    max_tokens: int,
+    domain: str | None,
+    valence: float | None,
+    arousal: float | None,
+    session_start: bool,
+    context: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Recall memories for a query (keywords and two encoders, rank-fused), or the handoff block at
     session start."""
-    req = BreathRequest(query=query, max_results=max_results, max_tokens=max_tokens, domain=domain, valence=valence,
-                        arousal=arousal, is_session_start=session_start, context=list(context) or None)
+    req = BreathRequest(
+        query=query,
+        max_results=max_results,
+        max_tokens=max_tokens,
+        domain=domain,
+        valence=valence,
+        arousal=arousal,
+        is_session_start=session_start,
+        context=list(context) or None,
+    )
     served = via_serve(settings, "/v1/breath", asdict(req))
     if served is not None:
         emit(as_json, served, lambda: render.breath(served.get("text", ""), served.get("degraded", [])))
@@ -86,8 +135,10 @@ def breath(settings: Settings, query: str, max_results: int, max_tokens: int, do
 
 def _sqlite_only(settings: Settings, what: str) -> None:
     if settings.db:
-        raise UsageError(f"`ombre {what}` works on the SQLite file; OMBRE_DB is a PostgreSQL store",
-                         hint="back it up with its server's tools (pg_dump, or the managed service's backups)")
+        raise UsageError(
+            f"`ombre {what}` works on the SQLite file; OMBRE_DB is a PostgreSQL store",
+            hint="back it up with its server's tools (pg_dump, or the managed service's backups)",
+        )
 
 
 @command()
@@ -99,8 +150,7 @@ def backup(settings: Settings, listing: bool, as_json: bool) -> None:
     _sqlite_only(settings, "backup")
     if listing:
         found = [{"path": str(p), "bytes": p.stat().st_size} for p in backups.backups(settings.backups_dir)]
-        emit(as_json, found, lambda: "\n".join(f"{f['path']}  {f['bytes']:,} bytes" for f in found)
-             or "no backups yet")
+        emit(as_json, found, lambda: "\n".join(f"{f['path']}  {f['bytes']:,} bytes" for f in found) or "no backups yet")
         return
     made = backups.take(settings.memory_db, settings.backups_dir, settings.backups_keep)
     report = {"backup": str(made), "bytes": made.stat().st_size, "kept": len(backups.backups(settings.backups_dir))}
@@ -119,14 +169,25 @@ def restore(settings: Settings, file: Path, as_json: bool) -> None:
     if running is not None:
         home = running.get("home")
         if home is None or Path(home).resolve() == settings.ombre_home.resolve():
-            raise UsageError(f"ombre serve is running at {settings.memory_url} and holds the database open"
-                             + ("" if home else " (it does not say which OMBRE_HOME it serves)"),
-                             hint="stop it, run `ombre restore` again, then start it")
+            raise UsageError(
+                f"ombre serve is running at {settings.memory_url} and holds the database open"
+                + ("" if home else " (it does not say which OMBRE_HOME it serves)"),
+                hint="stop it, run `ombre restore` again, then start it",
+            )
     aside = backups.restore(file, settings.memory_db)
-    report = {"restored": str(file), "database": str(settings.memory_db),
-              "previous_kept_at": str(aside) if aside else None}
-    emit(as_json, report, lambda: f"restored {file} to {settings.memory_db}"
-         + (f"; the previous database is kept at {aside}" if aside else ""))
+    report = {
+        "restored": str(file),
+        "database": str(settings.memory_db),
+        "previous_kept_at": str(aside) if aside else None,
+    }
+    emit(
+        as_json,
+        report,
+        lambda: (
+            f"restored {file} to {settings.memory_db}"
+            + (f"; the previous database is kept at {aside}" if aside else "")
+        ),
+    )
 
 
 @group()
@@ -141,8 +202,11 @@ def namespace() -> None:
 def namespace_add(settings: Settings, name: str, as_json: bool) -> None:
     """Make a bearer token for namespace NAME (printed once; the store keeps only its digest)."""
     token = namespaces.add(service(settings), name)
-    emit(as_json, {"namespace": name, "token": token},
-         lambda: f"{token}\nnamespace {name}: give this token to its clients as OMBRE_TOKEN (shown only now)")
+    emit(
+        as_json,
+        {"namespace": name, "token": token},
+        lambda: f"{token}\nnamespace {name}: give this token to its clients as OMBRE_TOKEN (shown only now)",
+    )
 
 
 @namespace.command("list")
@@ -151,8 +215,11 @@ def namespace_add(settings: Settings, name: str, as_json: bool) -> None:
 def namespace_list(settings: Settings, as_json: bool) -> None:
     """Every namespace on this store, with its memories and tokens."""
     rows = service(settings).store.namespaces()
-    emit(as_json, [{"namespace": n, "memories": m, "tokens": t} for n, m, t in rows],
-         lambda: "\n".join(f"{n:<20} {m:>6} memories  {t} token(s)" for n, m, t in rows) or "(none)")
+    emit(
+        as_json,
+        [{"namespace": n, "memories": m, "tokens": t} for n, m, t in rows],
+        lambda: "\n".join(f"{n:<20} {m:>6} memories  {t} token(s)" for n, m, t in rows) or "(none)",
+    )
 
 
 @group()
@@ -167,8 +234,9 @@ def memories() -> None:
 @click.option("--limit", type=int, default=50, show_default=True)
 @json_option
 @click.pass_obj
-def memories_list(settings: Settings, archived: bool, pinned: bool, kind: str | None, limit: int,
-                  as_json: bool) -> None:
+def memories_list(
+    settings: Settings, archived: bool, pinned: bool, kind: str | None, limit: int, as_json: bool
+) -> None:
     items = service(settings).store.list(archived=archived, pinned=True if pinned else None, type=kind, limit=limit)
     emit(as_json, [m.to_dict() for m in items], lambda: "\n".join(render.memory_line(m) for m in items) or "(none)")
 
@@ -178,11 +246,16 @@ def _show_memory(settings: Settings, memory_id: str, as_json: bool, **change: ob
     edited = svc.edit(memory_id, **change) if change else None
     m = edited.memory if edited else svc.get(memory_id)
     if edited is not None:
-        emit(as_json, {**m.to_dict(), "changed": edited.changed, "notes": edited.notes},
-             lambda: "\n".join([render.memory_line(m), *(f"  {n}" for n in edited.changed + edited.notes)]))
+        emit(
+            as_json,
+            {**m.to_dict(), "changed": edited.changed, "notes": edited.notes},
+            lambda: "\n".join([render.memory_line(m), *(f"  {n}" for n in edited.changed + edited.notes)]),
+        )
         return
-    detail = (f"\n  created {settings.local(m.created)}, last active {settings.local(m.last_active)}"
-              "\n" + render.json_block(m.to_dict()))
+    detail = (
+        f"\n  created {settings.local(m.created)}, last active {settings.local(m.last_active)}"
+        "\n" + render.json_block(m.to_dict())
+    )
     emit(as_json, m.to_dict(), lambda: render.memory_line(m) + detail)
 
 
@@ -253,8 +326,15 @@ def memories_restore(settings: Settings, memory_id: str, as_json: bool) -> None:
 @click.option("--importance", type=int, default=None, help="1–10; the caps on 9 and 10 still hold.")
 @json_option
 @click.pass_obj
-def memories_edit(settings: Settings, memory_id: str, content: str | None, title: str | None, kind: str | None,
-                  importance: int | None, as_json: bool) -> None:
+def memories_edit(
+    settings: Settings,
+    memory_id: str,
+    content: str | None,
+    title: str | None,
+    kind: str | None,
+    importance: int | None,
+    as_json: bool,
+) -> None:
     """Correct a memory: the same checks and caps as a hold, a trace entry, a gate-log line."""
     if content is title is kind is importance is None:
         raise UsageError("nothing to change", hint="give --content, --title, --type or --importance")
@@ -269,8 +349,10 @@ def memories_edit(settings: Settings, memory_id: str, content: str | None, title
 def memories_forget(settings: Settings, memory_id: str, yes: bool, as_json: bool) -> None:
     """Delete a memory for good (the gate log keeps one line that it was forgotten)."""
     if not yes:
-        raise UsageError(f"forgetting {memory_id} deletes it for good", hint="add --yes to confirm "
-                         "(`ombre memories archive` only hides it)")
+        raise UsageError(
+            f"forgetting {memory_id} deletes it for good",
+            hint="add --yes to confirm (`ombre memories archive` only hides it)",
+        )
     m = service(settings).forget(memory_id)
     emit(as_json, {"forgotten": m.id, "content": m.content}, lambda: f"forgot {m.id}: {m.content[:60]}")
 
@@ -278,22 +360,32 @@ def memories_forget(settings: Settings, memory_id: str, yes: bool, as_json: bool
 @memories.command("migrate")
 @click.option("--to", "target", required=True, help="The PostgreSQL store: postgresql://user:password@host/dbname.")
 @click.option("--namespace", default=None, help="Copy only this namespace [default: every one].")
-@click.option("--as", "rename", default=None, metavar="NAME",
-              help="Land the store's one namespace under this name (several people's stores into one database).")
+@click.option(
+    "--as",
+    "rename",
+    default=None,
+    metavar="NAME",
+    help="Land the store's one namespace under this name (several people's stores into one database).",
+)
 @json_option
 @click.pass_obj
-def memories_migrate(settings: Settings, target: str, namespace: str | None, rename: str | None,
-                     as_json: bool) -> None:
+def memories_migrate(settings: Settings, target: str, namespace: str | None, rename: str | None, as_json: bool) -> None:
     """Copy this SQLite store into PostgreSQL, where its namespaces must still be empty (one transaction,
     verified; the source untouched)."""
     url = database_url(target)
     if url is None:
         raise UsageError("--to is empty", hint="give postgresql://user:password@host/dbname")
     report = migrate(settings.memory_db, url, namespace, None if rename is None else namespace_name(rename))
-    emit(as_json, report, lambda: f"copied {report.memories} memories ({report.vectors} vectors), "
-         f"{report.gate_log} gate-log lines and {report.meta} meta rows of {', '.join(report.namespaces) or 'no'} "
-         f"namespace(s) to {report.target}; counts and checksums "
-         f"match ({report.checksum[:12]}). Set OMBRE_DB to use it.")
+    emit(
+        as_json,
+        report,
+        lambda: (
+            f"copied {report.memories} memories ({report.vectors} vectors), "
+            f"{report.gate_log} gate-log lines and {report.meta} meta rows of {', '.join(report.namespaces) or 'no'} "
+            f"namespace(s) to {report.target}; counts and checksums "
+            f"match ({report.checksum[:12]}). Set OMBRE_DB to use it."
+        ),
+    )
 
 
 @memories.command("export")
@@ -308,8 +400,14 @@ def memories_export(settings: Settings, path: Path, follow_symlinks: bool) -> No
 
 @memories.command("import")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--from", "source", type=click.Choice(["ombre", "ombre-brain"]), default="ombre", show_default=True,
-              help="ombre: our own export (JSON lines); ombre-brain: an Ombre-Brain buckets folder or export zip.")
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(["ombre", "ombre-brain"]),
+    default="ombre",
+    show_default=True,
+    help="ombre: our own export (JSON lines); ombre-brain: an Ombre-Brain buckets folder or export zip.",
+)
 @dry_run_option
 @json_option
 @click.pass_obj
@@ -323,19 +421,29 @@ def memories_import(settings: Settings, path: Path, source: str, dry_run: bool, 
     if source == "ombre-brain":
         return _import_brain(settings, path, dry_run, as_json)
     if path.is_dir():
-        raise UsageError(f"{path} is a folder, not an export file",
-                         hint="give the .jsonl file from `ombre memories export`, or add --from ombre-brain "
-                              "for an Ombre-Brain vault")
+        raise UsageError(
+            f"{path} is a folder, not an export file",
+            hint="give the .jsonl file from `ombre memories export`, or add --from ombre-brain "
+            "for an Ombre-Brain vault",
+        )
     if dry_run:
         raise UsageError("--dry-run is for --from ombre-brain", hint="an export's import shows what it refused")
     result = service(settings).import_(path)
-    emit(as_json, result, lambda: f"imported {result.added} memories, skipped {result.skipped} already present"
-         + (f", refused {len(result.refused)} line(s)" if result.refused else ""))
+    emit(
+        as_json,
+        result,
+        lambda: (
+            f"imported {result.added} memories, skipped {result.skipped} already present"
+            + (f", refused {len(result.refused)} line(s)" if result.refused else "")
+        ),
+    )
     if result.refused:
         for n, why in result.refused[:50]:
             click.echo(f"  {path}:{n}: {why}", err=True)
-        raise UsageError(f"{len(result.refused)} line(s) of {path} were refused (listed above); the others were "
-                         "imported", hint="fix those lines and import again: what is already in is skipped")
+        raise UsageError(
+            f"{len(result.refused)} line(s) of {path} were refused (listed above); the others were imported",
+            hint="fix those lines and import again: what is already in is skipped",
+        )
 
 
 def _import_brain(settings: Settings, path: Path, dry_run: bool, as_json: bool) -> None:
@@ -356,8 +464,11 @@ def _import_brain(settings: Settings, path: Path, dry_run: bool, as_json: bool) 
 @group(invoke_without_command=True)
 @click.option("--session", default=None, help="The session to read [default: the current project's newest].")
 @click.option("--force", is_flag=True, help="Run even if not due (5 new turns or 10 idle minutes).")
-@click.option("--explain", is_flag=True,
-              help="Also print how the rules read each clause: the act, what decided it, what took it back.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Also print how the rules read each clause: the act, what decided it, what took it back.",
+)
 @dry_run_option
 @json_option
 @click.pass_context
@@ -366,8 +477,9 @@ def distill(ctx: click.Context, session: str | None, force: bool, explain: bool,
     if ctx.invoked_subcommand is not None:
         return
     settings = ctx.obj
-    result = distiller(settings, service(settings)).run(session_path(settings, session), force=force,
-                                                       dry_run=dry_run, explain=explain)
+    result = distiller(settings, service(settings)).run(
+        session_path(settings, session), force=force, dry_run=dry_run, explain=explain
+    )
     emit(as_json, result, lambda: render.distilled(result, dry_run=dry_run, explain=explain))
 
 

@@ -1,4 +1,5 @@
 """Setting Ombre up and checking it: install / uninstall, the hooks Claude Code runs, doctor, config, demo."""
+
 from __future__ import annotations
 
 import os
@@ -22,36 +23,58 @@ from .base import Exit, command, dry_run_option, emit, group, json_option
 
 
 def _claude_code(settings: Settings, install: bool, dry_run: bool, as_json: bool, cache_1h: bool = True) -> None:
-    changes = [c for c in claude_code.plan(settings, install=install, env=dict(os.environ), cache_1h=cache_1h)
-               if c.changed]
+    changes = [
+        c for c in claude_code.plan(settings, install=install, env=dict(os.environ), cache_1h=cache_1h) if c.changed
+    ]
     backups = [] if dry_run else claude_code.apply(changes)
     if install and not dry_run:
         claude_code.precompile()
         mark_started(settings)
-    summary = {"dry_run": dry_run, "changed": [{"path": str(c.path), "what": c.what} for c in changes],
-               "backups": [str(b) for b in backups], "background_model": settings.llm}
+    summary = {
+        "dry_run": dry_run,
+        "changed": [{"path": str(c.path), "what": c.what} for c in changes],
+        "backups": [str(b) for b in backups],
+        "background_model": settings.llm,
+    }
     # distillation and arbitration use rules unless told otherwise; this Claude Code can be their model
-    notes = ("" if not install or settings.llm == "claude-code" else
-             "\nbackground model: rules (the default). To let distillation and arbitration ask this Claude Code\n"
-             "with its own login (no API key; a small model, capped per day), set OMBRE_LLM=claude-code\n"
-             "(OMBRE_LLM_MODEL=haiku, OMBRE_LLM_DAILY_CALLS / OMBRE_LLM_DAILY_TOKENS) for `ombre serve` and the "
-             "keeper.")
+    notes = (
+        ""
+        if not install or settings.llm == "claude-code"
+        else "\nbackground model: rules (the default). To let distillation and arbitration ask this Claude Code\n"
+        "with its own login (no API key; a small model, capped per day), set OMBRE_LLM=claude-code\n"
+        "(OMBRE_LLM_MODEL=haiku, OMBRE_LLM_DAILY_CALLS / OMBRE_LLM_DAILY_TOKENS) for `ombre serve` and the "
+        "keeper."
+    )
     if install:
         summary["distillation"] = reads_from(settings)
         notes += f"\ndistillation: {reads_from(settings)}"
-    emit(as_json, summary, lambda: render.install_plan(changes, backups, dry_run=dry_run, install=install,
-                                                        notes=notes))
+    emit(as_json, summary, lambda: render.install_plan(changes, backups, dry_run=dry_run, install=install, notes=notes))
 
 
 def _units(install: bool, dry_run: bool, as_json: bool) -> None:
-    changes = [c for c in units.plan(install=install, env=dict(os.environ),
-                                     exe=claude_code.ombre_executable() if install else None, workdir=Path.cwd())
-               if c.changed]
+    changes = [
+        c
+        for c in units.plan(
+            install=install,
+            env=dict(os.environ),
+            exe=claude_code.ombre_executable() if install else None,
+            workdir=Path.cwd(),
+        )
+        if c.changed
+    ]
     if not dry_run:
         units.apply(changes)
-    emit(as_json, {"dry_run": dry_run, "changed": [str(c.path) for c in changes]},
-         lambda: render.units_plan(changes, dry_run=dry_run, install=install, units=list(units.UNITS),
-                                   how_to_enable=units.how_to_enable(list(units.UNITS))))
+    emit(
+        as_json,
+        {"dry_run": dry_run, "changed": [str(c.path) for c in changes]},
+        lambda: render.units_plan(
+            changes,
+            dry_run=dry_run,
+            install=install,
+            units=list(units.UNITS),
+            how_to_enable=units.how_to_enable(list(units.UNITS)),
+        ),
+    )
 
 
 @group()
@@ -60,8 +83,12 @@ def install() -> None:
 
 
 @install.command("claude-code")
-@click.option("--cache-1h/--no-cache-1h", default=True, show_default=True,
-              help="Set ENABLE_PROMPT_CACHING_1H=1 for Claude Code sessions (1-hour prompt cache).")
+@click.option(
+    "--cache-1h/--no-cache-1h",
+    default=True,
+    show_default=True,
+    help="Set ENABLE_PROMPT_CACHING_1H=1 for Claude Code sessions (1-hour prompt cache).",
+)
 @dry_run_option
 @json_option
 @click.pass_obj
@@ -143,8 +170,12 @@ def config(settings: Settings, as_json: bool) -> None:
 
 
 @command()
-@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Keep the demo's Claude home in this folder instead of a temporary one.")
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the demo's Claude home in this folder instead of a temporary one.",
+)
 @click.pass_obj
 def demo(settings: Settings, keep: Path | None) -> None:
     """Show diet, forge, distillation, the per-turn block and the handoff, on bundled sessions in a temporary home."""

@@ -10,6 +10,7 @@ window (a forge or diet writes a new session id) or after a compaction. Only a b
 counts: one finished after the client's deadline is answered but not remembered, and its cards earn no
 activation.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -109,8 +110,9 @@ def _why(card: Card) -> str:
         return "anniversary"
     # the lift beside the cosine: the gate weighs them together (fusion.Gate)
     lifts = why.get("lift") or {}
-    sims = " ".join(f"{k} {v:.2f}" + (f" lift {lifts[k]:.1f}" if k in lifts else "")
-                    for k, v in (why.get("sim") or {}).items())
+    sims = " ".join(
+        f"{k} {v:.2f}" + (f" lift {lifts[k]:.1f}" if k in lifts else "") for k, v in (why.get("sim") or {}).items()
+    )
     return f"relevance {why.get('relevance', 0):.2f}; {sims}; keyword {why.get('keyword', 0):.2f}".strip()
 
 
@@ -139,8 +141,9 @@ def _deadline(ms: float | None, received: float) -> float | None:
     return None if ms is None else received + max(0.0, ms) / 1000
 
 
-def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime | None = None,
-               received: float | None = None) -> Block:
+def turn_block(
+    service: MemoryService, req: InjectRequest, *, now: dt.datetime | None = None, received: float | None = None
+) -> Block:
     """The dynamic block for one person's turn, or an empty block when nothing is worth injecting.
     `received` (time.monotonic()) is when the request arrived; its budgets count from there."""
     received = time.monotonic() if received is None else received
@@ -150,9 +153,12 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
     if not prompt or is_command(prompt) or req.max_cards < 1 or req.max_tokens < 50:
         return Block()
     # touched below for what is shown: a card the gate drops was not recalled for the person
-    result = service.breath(BreathRequest(query=prompt, context=req.context, max_results=req.max_cards,
-                                          max_tokens=req.max_tokens), now=now, touch=False,
-                            deadline=_deadline(req.target_ms, received))
+    result = service.breath(
+        BreathRequest(query=prompt, context=req.context, max_results=req.max_cards, max_tokens=req.max_tokens),
+        now=now,
+        touch=False,
+        deadline=_deadline(req.target_ms, received),
+    )
     budget = _Budget(req.max_cards, req.max_tokens, HEADER + "\n" + FOOTER)
     sections: list[tuple[str, list[str]]] = []
     seen = _Seen(service, req.session_id)
@@ -168,8 +174,11 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
 
     today = now.astimezone(SHANGHAI).date()
     tomorrow = today + dt.timedelta(days=1)
-    due = [(to_card(m, 1.0, {"due": day.isoformat()}), day)
-           for m, day in anniversary.due(service.store, [today, tomorrow]) if m.type != HANDOFF_TYPE]
+    due = [
+        (to_card(m, 1.0, {"due": day.isoformat()}), day)
+        for m, day in anniversary.due(service.store, [today, tomorrow])
+        if m.type != HANDOFF_TYPE
+    ]
     # a handoff reaches a window once, by the swap's own paths ("Just Now", the session start, the window's
     # first line): as a recalled card it would come back turn after turn, marked 未确认
     recalled = [c for c in result.cards if c.relevant and c.type != HANDOFF_TYPE]
@@ -206,8 +215,12 @@ def turn_block(service: MemoryService, req: InjectRequest, *, now: dt.datetime |
         return block
     block.text = "\n\n".join([HEADER] + [title + "\n" + "\n".join(lines) for title, lines in sections] + [FOOTER])
     block.cards = [i for i in budget.ids if i not in pinned]
-    block.pinned, block.tokens, block.sections, block.why = pinned, estimate_text(block.text), \
-        [t for t, _ in sections], why
+    block.pinned, block.tokens, block.sections, block.why = (
+        pinned,
+        estimate_text(block.text),
+        [t for t, _ in sections],
+        why,
+    )
     deadline = _deadline(req.budget_ms, received)
     if deadline is not None and time.monotonic() > deadline:
         block.late = True  # the client has stopped waiting: it never saw these cards

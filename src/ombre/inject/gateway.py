@@ -7,6 +7,7 @@ from turn to turn. Responses, streaming included, are passed back as raw bytes; 
 forwarded untouched. A body that is not JSON, or has no messages, goes upstream as it came, so the
 caller gets the upstream's own error.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,15 +33,29 @@ from .hooks import request_block, within_budget
 
 Recall = Callable[[InjectRequest], "str | None"]  # the turn → block text (or None); runs in a worker thread
 
-_HOP_BY_HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
-               "upgrade", "proxy-authorization", "proxy-authenticate"}
+_HOP_BY_HOP = {
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-authenticate",
+}
 _REMINDER = "<system-reminder>"
 
 
 def _is_person_block(block: object) -> bool:
     """A text block of the person's own words (Claude Code's system reminders are text blocks too)."""
-    return (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-            and not block["text"].lstrip().startswith(_REMINDER))
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+        and not block["text"].lstrip().startswith(_REMINDER)
+    )
 
 
 def person_text(message: dict) -> str:
@@ -68,13 +83,21 @@ def last_user_prompt(body: object) -> str:
 def opens_with_handoff(body: dict) -> bool:
     """Whether the conversation's first user message is a swap's handoff pack (the window a tunnel wrote)."""
     messages = body.get("messages")
-    first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None) \
-        if isinstance(messages, list) else None
+    first = (
+        next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+        if isinstance(messages, list)
+        else None
+    )
     if first is None:
         return False
     content = first.get("content")
-    texts = [content] if isinstance(content, str) else [b.get("text") for b in content if isinstance(b, dict)] \
-        if isinstance(content, list) else []
+    texts = (
+        [content]
+        if isinstance(content, str)
+        else [b.get("text") for b in content if isinstance(b, dict)]
+        if isinstance(content, list)
+        else []
+    )
     return any(isinstance(t, str) and t.startswith(HANDOFF_HEADER) and "（接上文：" not in t for t in texts)
 
 
@@ -104,8 +127,11 @@ def conversation_key(body: dict) -> str | None:
         if "_session_" in user_id:
             return user_id.rsplit("_session_", 1)[1] or None
     messages = body.get("messages")
-    first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None) \
-        if isinstance(messages, list) else None
+    first = (
+        next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+        if isinstance(messages, list)
+        else None
+    )
     if first is None:
         return None
     seed = json.dumps(first.get("content"), ensure_ascii=False, sort_keys=True)
@@ -135,8 +161,14 @@ def _forward_headers(request: Request) -> dict[str, str]:
     return {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
 
 
-def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
-                   client: httpx.AsyncClient | None = None, hosts: frozenset[str] = allowed_hosts()) -> FastAPI:
+def create_gateway(
+    upstream: str,
+    recall: Recall,
+    *,
+    timeout_s: float = 5.0,
+    client: httpx.AsyncClient | None = None,
+    hosts: frozenset[str] = allowed_hosts(),
+) -> FastAPI:
     """The proxy. Like `ombre serve`, it answers only requests sent to one of `hosts` and takes no browser's
     request from another origin: a page that rebinds its name to 127.0.0.1 must not spend the person's key."""
     http = client or httpx.AsyncClient(base_url=upstream, timeout=httpx.Timeout(600.0, connect=10.0))
@@ -150,8 +182,9 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
 
     @app.middleware("http")
     async def same_site(request: Request, call_next):
-        refused = misdirected(request.method, request.headers.get("host", ""), request.headers.get("origin"),
-                              hosts, "ombre gateway")
+        refused = misdirected(
+            request.method, request.headers.get("host", ""), request.headers.get("origin"), hosts, "ombre gateway"
+        )
         if refused:
             status, body = refused
             return JSONResponse(body, status_code=status)
@@ -164,17 +197,26 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
             return None
 
     async def forward(request: Request, path: str, content: bytes) -> StreamingResponse | JSONResponse:
-        upstream_request = http.build_request(request.method, "/" + path, params=request.query_params,
-                                              headers=_forward_headers(request), content=content)
+        upstream_request = http.build_request(
+            request.method, "/" + path, params=request.query_params, headers=_forward_headers(request), content=content
+        )
         try:
             response = await http.send(upstream_request, stream=True)
         except httpx.HTTPError as exc:
-            return JSONResponse({"type": "error", "error": {
-                "type": "api_error", "message": f"ombre gateway could not reach {upstream}: {exc}"}},
-                status_code=502)
+            return JSONResponse(
+                {
+                    "type": "error",
+                    "error": {"type": "api_error", "message": f"ombre gateway could not reach {upstream}: {exc}"},
+                },
+                status_code=502,
+            )
         headers = {k: v for k, v in response.headers.items() if k.lower() not in _HOP_BY_HOP}
-        return StreamingResponse(response.aiter_raw(), status_code=response.status_code, headers=headers,
-                                 background=BackgroundTask(response.aclose))
+        return StreamingResponse(
+            response.aiter_raw(),
+            status_code=response.status_code,
+            headers=headers,
+            background=BackgroundTask(response.aclose),
+        )
 
     async def with_memory(raw: bytes) -> bytes:
         """The body with this turn's block in it, or the body unchanged: one the gateway cannot read or
@@ -185,10 +227,17 @@ def create_gateway(upstream: str, recall: Recall, *, timeout_s: float = 5.0,
                 return raw
             prompt = last_user_prompt(body)
             # cast: plain strings are one of the context forms the request takes, and nothing adds to the list
-            turn = InjectRequest(prompt, session_id=conversation_key(body),
-                                 context=cast("list[dict | str]", earlier_turns(body)) or None,
-                                 budget_ms=timeout_s * 1000, window_has_handoff=opens_with_handoff(body)) \
-                if prompt else None
+            turn = (
+                InjectRequest(
+                    prompt,
+                    session_id=conversation_key(body),
+                    context=cast("list[dict | str]", earlier_turns(body)) or None,
+                    budget_ms=timeout_s * 1000,
+                    window_has_handoff=opens_with_handoff(body),
+                )
+                if prompt
+                else None
+            )
             block = await block_for(turn) if turn else None
             if not block:
                 return raw
@@ -244,10 +293,16 @@ class LocalRecall:
 
 def remote_recall(settings: Settings) -> Recall:
     """Recall through a running `ombre serve` (OMBRE_URL), exactly as the hook asks it."""
+
     def recall(turn: InjectRequest) -> str | None:
-        block = request_block(settings, turn.prompt, turn.session_id, settings.inject_timeout_ms / 1000,
-                              context=[t for t in turn.context or [] if isinstance(t, str)],
-                              has_handoff=turn.window_has_handoff)
+        block = request_block(
+            settings,
+            turn.prompt,
+            turn.session_id,
+            settings.inject_timeout_ms / 1000,
+            context=[t for t in turn.context or [] if isinstance(t, str)],
+            has_handoff=turn.window_has_handoff,
+        )
         if block is None or block.get("late"):
             return None
         return within_budget(block, settings.inject_max_cards, settings.inject_max_tokens)

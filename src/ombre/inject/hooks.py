@@ -8,6 +8,7 @@ memory service (`ombre serve`) over loopback HTTP and prints what comes back.
 Whatever goes wrong (bad stdin, service down, slow, erroring, an answer over budget) the hook prints
 nothing and exits 0: exit code 2 would erase the person's prompt, and a "memory busy" line would reach them.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -47,22 +48,35 @@ def within_budget(block: dict, max_cards: int, max_tokens: int) -> str | None:
     return text
 
 
-def request_block(settings: Settings, prompt: str, session_id: object, timeout: float, *,
-                  context: list[str] | None = None, target: float | None = None,
-                  has_handoff: bool = False) -> dict | None:
+def request_block(
+    settings: Settings,
+    prompt: str,
+    session_id: object,
+    timeout: float,
+    *,
+    context: list[str] | None = None,
+    target: float | None = None,
+    has_handoff: bool = False,
+) -> dict | None:
     """Ask the running memory service for this turn's block (the hook, and the gateway's remote recall).
     It is told how long we still wait (`timeout`, s: a block finished later is not recorded as shown) and
     how soon we would like it (`target`, s: recall leaves out the slower encoder when that would not fit)."""
-    body = {"prompt": prompt[-SEND_CHARS:], "session_id": session_id, "context": context or None,
-            "max_cards": settings.inject_max_cards, "max_tokens": settings.inject_max_tokens,
-            "budget_ms": round(timeout * 1000, 1),
-            "target_ms": None if target is None else round(max(0.0, target) * 1000, 1),
-            "window_has_handoff": has_handoff}
+    body = {
+        "prompt": prompt[-SEND_CHARS:],
+        "session_id": session_id,
+        "context": context or None,
+        "max_cards": settings.inject_max_cards,
+        "max_tokens": settings.inject_max_tokens,
+        "budget_ms": round(timeout * 1000, 1),
+        "target_ms": None if target is None else round(max(0.0, target) * 1000, 1),
+        "window_has_handoff": has_handoff,
+    }
     return post_json(settings.memory_url + "/v1/inject", body, token=settings.token, timeout=timeout)
 
 
-def user_prompt_submit(payload: dict, settings: Settings, timeout: float,
-                       target: float | None = None) -> tuple[str | None, str, dict]:
+def user_prompt_submit(
+    payload: dict, settings: Settings, timeout: float, target: float | None = None
+) -> tuple[str | None, str, dict]:
     """(additionalContext or None, what happened, what to log of it)."""
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
@@ -72,20 +86,33 @@ def user_prompt_submit(payload: dict, settings: Settings, timeout: float,
     # as many of the person's earlier utterances, as long, as a query reads
     readable = bool(path)
     context = tail.person_turns(path, RECENT_TURNS, TURN_CHARS) if readable else []
-    block = request_block(settings, prompt, payload.get("session_id"), timeout, context=context, target=target,
-                          has_handoff=readable and opens_with_handoff(path))
+    block = request_block(
+        settings,
+        prompt,
+        payload.get("session_id"),
+        timeout,
+        context=context,
+        target=target,
+        has_handoff=readable and opens_with_handoff(path),
+    )
     if block is None:
         return None, "memory service unavailable", {"context": len(context)}
     text = within_budget(block, settings.inject_max_cards, settings.inject_max_tokens)
-    log = {"context": len(context), "cards": block.get("cards"), "pinned": block.get("pinned"),
-           "why": block.get("why"), "encoders": block.get("encoders")}
+    log = {
+        "context": len(context),
+        "cards": block.get("cards"),
+        "pinned": block.get("pinned"),
+        "why": block.get("why"),
+        "encoders": block.get("encoders"),
+    }
     if block.get("late"):
         return None, "answered after the deadline", log
     return text, (f"{len(block.get('cards') or [])} cards" if text else "nothing to inject"), log
 
 
-def session_start(payload: dict, settings: Settings, timeout: float,
-                  target: float | None = None) -> tuple[str | None, str, dict]:
+def session_start(
+    payload: dict, settings: Settings, timeout: float, target: float | None = None
+) -> tuple[str | None, str, dict]:
     source = payload.get("source")
     session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
     if not just_swapped(settings, source, session_id):
@@ -94,16 +121,14 @@ def session_start(payload: dict, settings: Settings, timeout: float,
     if source != "compact" and isinstance(path, str) and path and opens_with_handoff(path):
         return None, "the window already opens with the handoff", {}
     body = {"max_tokens": settings.session_start_max_tokens, "source": source, "session_id": session_id}
-    block = post_json(settings.memory_url + "/v1/inject/session-start", body, token=settings.token,
-                      timeout=timeout)
+    block = post_json(settings.memory_url + "/v1/inject/session-start", body, token=settings.token, timeout=timeout)
     if block is None:
         return None, "memory service unavailable", {}
     text = within_budget(block, 1_000, settings.session_start_max_tokens)
     return text, ("handoff" if text else "nothing to hand over"), {"pinned": block.get("pinned")}
 
 
-def just_swapped(settings: Settings, source: object, session_id: str | None,
-                 now: dt.datetime | None = None) -> bool:
+def just_swapped(settings: Settings, source: object, session_id: str | None, now: dt.datetime | None = None) -> bool:
     """Whether this start follows a window swap: a compaction always does; a resume does when the session
     is the output of a forge or diet; a fresh start does when a swap happened within the Just Now span."""
     if source == "compact":
@@ -123,8 +148,7 @@ def just_swapped(settings: Settings, source: object, session_id: str | None,
     return now - at <= dt.timedelta(minutes=settings.just_now_mins)
 
 
-def run(event: str, stdin: TextIO, stdout: TextIO, env: dict | None = None,
-        started: float | None = None) -> int:
+def run(event: str, stdin: TextIO, stdout: TextIO, env: dict | None = None, started: float | None = None) -> int:
     """Run one hook; always returns 0. `started` (time.monotonic()) is when the process began, from which
     the time budget and the latency target count."""
     started = time.monotonic() if started is None else started
@@ -143,9 +167,12 @@ def run(event: str, stdin: TextIO, stdout: TextIO, env: dict | None = None,
             handler = user_prompt_submit if event == "user-prompt-submit" else session_start
             text, outcome, details = handler(payload, settings, timeout, target)
             if text and time.monotonic() - started <= budget:
-                stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": EVENTS[event],
-                                                                "additionalContext": text}},
-                                        ensure_ascii=False))
+                stdout.write(
+                    json.dumps(
+                        {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}},
+                        ensure_ascii=False,
+                    )
+                )
                 stdout.flush()
             elif text:
                 outcome = "over the time budget"
@@ -160,8 +187,7 @@ def _log(settings: Settings, event: str, outcome: str, ms: float, details: dict)
     """One line per hook run in OMBRE_HOME/hooks.jsonl (kept under ~1 MB): what happened, and which cards
     were injected and why, for `tail` when a turn had no cards or the wrong ones."""
     path: Path = settings.ombre_home / "hooks.jsonl"
-    entry = {"event": event, "outcome": outcome, "ms": round(ms, 1),
-             **{k: v for k, v in details.items() if v}}
+    entry = {"event": event, "outcome": outcome, "ms": round(ms, 1), **{k: v for k, v in details.items() if v}}
     try:
         jsonl_log.append(path, entry, max_bytes=LOG_MAX_BYTES)
     except OSError:

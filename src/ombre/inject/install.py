@@ -10,6 +10,7 @@ Three things change, each idempotently, each file backed up before it is replace
 
 A plan is computed first (a list of FileChange); `--dry-run` prints it as diffs, otherwise it is applied.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -54,9 +55,12 @@ class FileChange:
         return self.before != self.after
 
     def diff(self) -> str:
-        lines = difflib.unified_diff((self.before or "").splitlines(keepends=True),
-                                     (self.after or "").splitlines(keepends=True),
-                                     fromfile=f"{self.path} (now)", tofile=f"{self.path} (after)")
+        lines = difflib.unified_diff(
+            (self.before or "").splitlines(keepends=True),
+            (self.after or "").splitlines(keepends=True),
+            fromfile=f"{self.path} (now)",
+            tofile=f"{self.path} (after)",
+        )
         return "".join(lines)
 
 
@@ -64,8 +68,10 @@ def ombre_executable() -> Path:
     """The `ombre` beside the running interpreter (a venv's bin/), so hooks run this very install."""
     exe = Path(sys.executable).parent / "ombre"
     if not exe.exists():
-        raise UsageError(f"no `ombre` executable next to {sys.executable}",
-                         hint="install ombre into this environment (pip install -e .) and run it from there")
+        raise UsageError(
+            f"no `ombre` executable next to {sys.executable}",
+            hint="install ombre into this environment (pip install -e .) and run it from there",
+        )
     return exe
 
 
@@ -85,8 +91,9 @@ def _read(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise UsageError(f"{path} is not UTF-8 text", hint="fix or move that file, then run the command again; "
-                                                          "nothing was changed") from None
+        raise UsageError(
+            f"{path} is not UTF-8 text", hint="fix or move that file, then run the command again; nothing was changed"
+        ) from None
 
 
 def _load_json(path: Path, text: str | None) -> dict:
@@ -95,8 +102,10 @@ def _load_json(path: Path, text: str | None) -> dict:
     try:
         data = loads(text, str(path))
     except ValueError as exc:
-        raise UsageError(f"{path} is not valid JSON ({exc})",
-                         hint="fix or move that file, then run the command again; nothing was changed") from None
+        raise UsageError(
+            f"{path} is not valid JSON ({exc})",
+            hint="fix or move that file, then run the command again; nothing was changed",
+        ) from None
     if not isinstance(data, dict):
         raise UsageError(f"{path} does not hold a JSON object", hint="fix or move it; nothing was changed")
     return data
@@ -127,15 +136,17 @@ def _without_ours(groups: list) -> list:
         if not isinstance(group, dict):
             out.append(group)
             continue
-        hooks = [h for h in group.get("hooks", [])
-                 if not (isinstance(h, dict) and _OURS.search(str(h.get("command", ""))))]
+        hooks = [
+            h for h in group.get("hooks", []) if not (isinstance(h, dict) and _OURS.search(str(h.get("command", ""))))
+        ]
         if hooks or not group.get("hooks"):
             out.append({**group, "hooks": hooks} if "hooks" in group else group)
     return out
 
 
-def _settings_change(settings: Settings, exe: Path | None, env: dict[str, str], timeout_s: int,
-                     owned_env: dict[str, str]) -> FileChange:
+def _settings_change(
+    settings: Settings, exe: Path | None, env: dict[str, str], timeout_s: int, owned_env: dict[str, str]
+) -> FileChange:
     """Hooks in settings.json, and the session environment variables install owns (added when absent,
     removed on uninstall only if still as install left them)."""
     path = settings.claude_home / "settings.json"
@@ -146,7 +157,8 @@ def _settings_change(settings: Settings, exe: Path | None, env: dict[str, str], 
         groups = _without_ours(hooks.get(event) or [])
         if exe is not None:
             ours: dict[str, object] = {
-                "hooks": [{"type": "command", "command": hook_command(exe, name, env), "timeout": timeout_s}]}
+                "hooks": [{"type": "command", "command": hook_command(exe, name, env), "timeout": timeout_s}]
+            }
             if event == "SessionStart":
                 ours = {"matcher": SESSION_START_MATCHER, **ours}
             groups.append(ours)
@@ -160,8 +172,13 @@ def _settings_change(settings: Settings, exe: Path | None, env: dict[str, str], 
             session_env.pop(key)
     _put(data, "env", session_env)
     after = _dump_json(data) if (data or before is not None) else None
-    return FileChange(path, before, after, "Claude Code hooks (UserPromptSubmit, SessionStart)"
-                      + (f" and env {', '.join(owned_env)}" if owned_env else ""))
+    return FileChange(
+        path,
+        before,
+        after,
+        "Claude Code hooks (UserPromptSubmit, SessionStart)"
+        + (f" and env {', '.join(owned_env)}" if owned_env else ""),
+    )
 
 
 def _record_change(settings: Settings, owned_env: dict[str, str], install: bool) -> FileChange:
@@ -181,8 +198,11 @@ def _owned_env(settings: Settings, install: bool, cache_1h: bool) -> dict[str, s
     present = _section(current, "env")
     wanted = dict(CACHE_1H) if cache_1h else {}
     # never take over a setting the person made themselves (or their choice of the 5-minute cache)
-    return {k: v for k, v in wanted.items()
-            if (k not in present or owned.get(k) == present.get(k)) and "FORCE_PROMPT_CACHING_5M" not in present}
+    return {
+        k: v
+        for k, v in wanted.items()
+        if (k not in present or owned.get(k) == present.get(k)) and "FORCE_PROMPT_CACHING_5M" not in present
+    }
 
 
 def _mcp_change(settings: Settings, exe: Path | None, env: dict[str, str]) -> FileChange:
@@ -195,8 +215,12 @@ def _mcp_change(settings: Settings, exe: Path | None, env: dict[str, str]) -> Fi
         if isinstance(current, dict) and Path(str(current.get("command", ""))).name == "ombre":
             servers.pop(MCP_NAME)
     else:
-        entry = {"type": "stdio", "command": str(exe), "args": ["serve", "--stdio"],
-                 "env": {k: env[k] for k in PASSED_ENV if env.get(k)}}
+        entry = {
+            "type": "stdio",
+            "command": str(exe),
+            "args": ["serve", "--stdio"],
+            "env": {k: env[k] for k in PASSED_ENV if env.get(k)},
+        }
         servers[MCP_NAME] = entry
     _put(data, "mcpServers", servers)
     after = _dump_json(data) if (data or before is not None) else None
@@ -219,12 +243,21 @@ def _doc_changes(settings: Settings, install: bool) -> list[FileChange]:
         md = FileChange(claude_md, before, text, "import of the memory discipline in CLAUDE.md")
         return [FileChange(doc, _read(doc), doc_text, "memory discipline document (Chinese)"), md]
     after = ("\n".join(kept) + "\n") if kept else None
-    return [FileChange(claude_md, before, after, "import of the memory discipline in CLAUDE.md"),
-            FileChange(doc, _read(doc), None, "memory discipline document")]
+    return [
+        FileChange(claude_md, before, after, "import of the memory discipline in CLAUDE.md"),
+        FileChange(doc, _read(doc), None, "memory discipline document"),
+    ]
 
 
-def plan(settings: Settings, *, install: bool, env: dict[str, str], exe: Path | None = None,
-         timeout_s: int | None = None, cache_1h: bool = True) -> list[FileChange]:
+def plan(
+    settings: Settings,
+    *,
+    install: bool,
+    env: dict[str, str],
+    exe: Path | None = None,
+    timeout_s: int | None = None,
+    cache_1h: bool = True,
+) -> list[FileChange]:
     """The changes `install` (or uninstall) would make; nothing is written."""
     if install and exe is None:
         exe = ombre_executable()
@@ -233,8 +266,12 @@ def plan(settings: Settings, *, install: bool, env: dict[str, str], exe: Path | 
         timeout_s = settings.inject_timeout_ms // 1000 + 5
     target = exe if install else None
     owned = _owned_env(settings, install, cache_1h)
-    return [_settings_change(settings, target, env, timeout_s, owned), _mcp_change(settings, target, env),
-            *_doc_changes(settings, install), _record_change(settings, owned, install)]
+    return [
+        _settings_change(settings, target, env, timeout_s, owned),
+        _mcp_change(settings, target, env),
+        *_doc_changes(settings, install),
+        _record_change(settings, owned, install),
+    ]
 
 
 def precompile() -> None:

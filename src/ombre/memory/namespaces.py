@@ -4,6 +4,7 @@
 `ombre serve` answers a request with that token from that namespace's memories and no other. The token in
 OMBRE_TOKEN (or none, on loopback) stays the key of OMBRE_NAMESPACE.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -54,8 +55,9 @@ class Tenants:
         with self._lock:
             service = self._services.get(namespace)
             if service is None:
-                service = self._open(replace(self.default.settings, namespace=namespace),
-                                     store=self.default.store.beside(namespace))
+                service = self._open(
+                    replace(self.default.settings, namespace=namespace), store=self.default.store.beside(namespace)
+                )
                 service.share_encoders(self.default)
                 self._services[namespace] = service
             return service

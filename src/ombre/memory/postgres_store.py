@@ -12,6 +12,7 @@ embedded SQLite store, so nothing above it changes.
   is configured), with document frequencies in term_docs, as in SQLite.
 - Writes are transactions; activation counts are incremented in SQL, so concurrent services lose none.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -46,9 +47,11 @@ def _schema() -> list[tuple[str, list]]:
     """Named steps, each a list of SQL statements or callables given the connection (a re-index)."""
     e5, use = SPECS["e5"].dim, SPECS["use"].dim
     return [
-        ("m001_schema", [
-            "CREATE EXTENSION IF NOT EXISTS vector",
-            f"""CREATE TABLE memories (
+        (
+            "m001_schema",
+            [
+                "CREATE EXTENSION IF NOT EXISTS vector",
+                f"""CREATE TABLE memories (
                 seq BIGSERIAL UNIQUE,
                 id TEXT PRIMARY KEY,
                 namespace TEXT NOT NULL DEFAULT 'default',
@@ -64,33 +67,38 @@ def _schema() -> list[tuple[str, list]]:
                 embedding vector({e5}), embed_model TEXT, embedding_use vector({use}), use_model TEXT,
                 words TEXT NOT NULL DEFAULT '', grams TEXT NOT NULL DEFAULT '', length INTEGER NOT NULL DEFAULT 0,
                 terms tsvector)""",
-            "CREATE INDEX memories_active ON memories(namespace, archived, pinned, importance)",
-            "CREATE INDEX memories_terms ON memories USING gin(terms)",
-            # what recall asks on every call: is anything still waiting for a vector (usually nothing)
-            "CREATE INDEX memories_unembedded ON memories(namespace) WHERE embedding IS NULL",
-            "CREATE INDEX memories_unembedded_use ON memories(namespace) WHERE embedding_use IS NULL",
-            *(f"CREATE INDEX {name} ON memories USING hnsw ({column} vector_ip_ops)" for name, column in HNSW),
-            "CREATE INDEX memories_event_date ON memories(event_date)",
-            "CREATE INDEX memories_type_created ON memories(namespace, type, created)",
-            "CREATE INDEX memories_event_md ON memories(substr(event_date, 6, 5))",
-            "CREATE INDEX memories_created_md ON memories(substr(created, 6, 5))",
-            """CREATE TABLE gate_log (seq BIGSERIAL PRIMARY KEY, namespace TEXT NOT NULL DEFAULT 'default',
+                "CREATE INDEX memories_active ON memories(namespace, archived, pinned, importance)",
+                "CREATE INDEX memories_terms ON memories USING gin(terms)",
+                # what recall asks on every call: is anything still waiting for a vector (usually nothing)
+                "CREATE INDEX memories_unembedded ON memories(namespace) WHERE embedding IS NULL",
+                "CREATE INDEX memories_unembedded_use ON memories(namespace) WHERE embedding_use IS NULL",
+                *(f"CREATE INDEX {name} ON memories USING hnsw ({column} vector_ip_ops)" for name, column in HNSW),
+                "CREATE INDEX memories_event_date ON memories(event_date)",
+                "CREATE INDEX memories_type_created ON memories(namespace, type, created)",
+                "CREATE INDEX memories_event_md ON memories(substr(event_date, 6, 5))",
+                "CREATE INDEX memories_created_md ON memories(substr(created, 6, 5))",
+                """CREATE TABLE gate_log (seq BIGSERIAL PRIMARY KEY, namespace TEXT NOT NULL DEFAULT 'default',
                 at TEXT NOT NULL, day TEXT NOT NULL,
                 source TEXT NOT NULL, decision TEXT NOT NULL, reasons TEXT NOT NULL, memory_id TEXT,
                 content TEXT NOT NULL)""",
-            "CREATE INDEX gate_log_day ON gate_log(namespace, day, source, decision)",
-            "CREATE TABLE meta (namespace TEXT NOT NULL DEFAULT 'default', key TEXT NOT NULL, value TEXT NOT NULL, "
-            "PRIMARY KEY (namespace, key))",
-            "CREATE TABLE term_docs (namespace TEXT NOT NULL DEFAULT 'default', term TEXT NOT NULL, "
-            "docs INTEGER NOT NULL, PRIMARY KEY (namespace, term))",
-            "CREATE TABLE namespaces (token_sha256 TEXT PRIMARY KEY, namespace TEXT NOT NULL, created TEXT NOT NULL)",
-        ]),
+                "CREATE INDEX gate_log_day ON gate_log(namespace, day, source, decision)",
+                "CREATE TABLE meta (namespace TEXT NOT NULL DEFAULT 'default', key TEXT NOT NULL, value TEXT NOT NULL, "
+                "PRIMARY KEY (namespace, key))",
+                "CREATE TABLE term_docs (namespace TEXT NOT NULL DEFAULT 'default', term TEXT NOT NULL, "
+                "docs INTEGER NOT NULL, PRIMARY KEY (namespace, term))",
+                "CREATE TABLE namespaces (token_sha256 TEXT PRIMARY KEY, namespace TEXT NOT NULL, "
+                "created TEXT NOT NULL)",
+            ],
+        ),
         # A memory id is unique within its namespace, not across them: two people's stores that began as
         # copies of one SQLite file keep the same ids, and both must migrate into one database.
-        ("m002_namespace_ids", [
-            "ALTER TABLE memories DROP CONSTRAINT memories_pkey",
-            "ALTER TABLE memories ADD PRIMARY KEY (namespace, id)",
-        ]),
+        (
+            "m002_namespace_ids",
+            [
+                "ALTER TABLE memories DROP CONSTRAINT memories_pkey",
+                "ALTER TABLE memories ADD PRIMARY KEY (namespace, id)",
+            ],
+        ),
         # English words indexed as their stems without function words (segment.keys), as on SQLite
         ("m003_english_keys", [_reindex_terms]),
     ]
@@ -103,9 +111,10 @@ def _reindex_terms(db) -> None:
     for namespace, mid, title, content, tags, old_words, old_grams in rows:
         terms = document_of(title, content, tags)
         if terms != (old_words, old_grams):
-            db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} "
-                       "WHERE namespace=%s AND id=%s",
-                       (*terms, token_count(terms), *terms, namespace, mid))
+            db.execute(
+                f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE namespace=%s AND id=%s",
+                (*terms, token_count(terms), *terms, namespace, mid),
+            )
         counts.update((namespace, t) for t in distinct_terms(terms))
     db.execute("DELETE FROM term_docs")
     for (namespace, term), n in counts.items():
@@ -113,13 +122,16 @@ def _reindex_terms(db) -> None:
 
 
 _LEXEMES = "array_to_tsvector(regexp_split_to_array(nullif(btrim(%s), ''), '\\s+'))"
-_TERMS = (f"coalesce(setweight({_LEXEMES}, 'A'), ''::tsvector) || "
-          f"coalesce(setweight({_LEXEMES}, 'D'), ''::tsvector)")
-_INSERT = (f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, {', '.join(VECTOR_NAMES)}, words, grams, "
-           f"length, terms) VALUES ({', '.join(['%s'] * (len(FIELDS) + len(VECTOR_NAMES) + 5))}, {_TERMS})")
+_TERMS = f"coalesce(setweight({_LEXEMES}, 'A'), ''::tsvector) || coalesce(setweight({_LEXEMES}, 'D'), ''::tsvector)"
+_INSERT = (
+    f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, {', '.join(VECTOR_NAMES)}, words, grams, "
+    f"length, terms) VALUES ({', '.join(['%s'] * (len(FIELDS) + len(VECTOR_NAMES) + 5))}, {_TERMS})"
+)
 # readers cache the vector matrix while this stays the same; every write that can change it moves it
-_BUMP = ("INSERT INTO meta (namespace, key, value) VALUES (%s, 'vectors_version', '1') ON CONFLICT (namespace, key) "
-         "DO UPDATE SET value = (meta.value::bigint + 1)::text")
+_BUMP = (
+    "INSERT INTO meta (namespace, key, value) VALUES (%s, 'vectors_version', '1') ON CONFLICT (namespace, key) "
+    "DO UPDATE SET value = (meta.value::bigint + 1)::text"
+)
 
 
 def _array(value) -> np.ndarray:
@@ -143,6 +155,8 @@ def _bm25(words: str, grams: str, length: float, idf: dict[str, float]) -> float
 
 
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s AND namespace=%s"
+
+
 class PostgresStore(SqlStore):
     P, ORDER, PLUS = "%s", "seq", ""
     # the pool and the bound on holds keeping a connection: __init__ takes them from `share`, or opens them
@@ -150,8 +164,15 @@ class PostgresStore(SqlStore):
     _pool: ConnectionPool
     _lockers: threading.BoundedSemaphore
 
-    def __init__(self, url: str, namespace: str = "default", *, share: "PostgresStore | None" = None,
-                 pool: tuple[int, int] = (1, 10), timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        namespace: str = "default",
+        *,
+        share: "PostgresStore | None" = None,
+        pool: tuple[int, int] = (1, 10),
+        timeout_s: float = 10.0,
+    ) -> None:
         self.namespace = namespace  # every row this store reads or writes belongs to it
         self._cache: dict[str, tuple[str | None, VectorIndex]] = {}
         self._stats_cache: tuple[str | None, tuple[int, float]] | None = None
@@ -166,15 +187,25 @@ class PostgresStore(SqlStore):
             from pgvector.psycopg import register_vector
             from psycopg_pool import ConnectionPool
         except ImportError:
-            raise StoreError("OMBRE_DB is a PostgreSQL address, but psycopg, psycopg_pool and pgvector are not "
-                             "installed", hint="pip install 'ombre[postgres]'") from None
+            raise StoreError(
+                "OMBRE_DB is a PostgreSQL address, but psycopg, psycopg_pool and pgvector are not installed",
+                hint="pip install 'ombre[postgres]'",
+            ) from None
 
         self.url = url
         self._psycopg = psycopg
         # A pool, not one connection: every namespace of a service shares it, and a slow query in one (a
         # large keyword search, a hold waiting on its lock) holds one connection, not everyone's.
-        self._pool = ConnectionPool(url, min_size=pool[0], max_size=max(pool), timeout=timeout_s, open=False,
-                                    kwargs={"autocommit": True}, configure=register_vector, name="ombre")
+        self._pool = ConnectionPool(
+            url,
+            min_size=pool[0],
+            max_size=max(pool),
+            timeout=timeout_s,
+            open=False,
+            kwargs={"autocommit": True},
+            configure=register_vector,
+            name="ombre",
+        )
         # A hold keeps one connection for its lock and works on others: at most all but one connection
         # may be kept so, or every hold would wait for a connection another keeps
         self._lockers = threading.BoundedSemaphore(max(1, max(pool) - 1))
@@ -184,9 +215,11 @@ class PostgresStore(SqlStore):
             self._pool.open(wait=True, timeout=timeout_s)
         except (psycopg.Error, self._pool_timeout()) as exc:
             self._pool.close()
-            raise StoreError(f"cannot open the PostgreSQL memory store: {exc}".strip(),
-                             hint="check OMBRE_DB (postgresql://user:password@host/dbname) and that the pgvector "
-                                  "extension is installed there") from exc
+            raise StoreError(
+                f"cannot open the PostgreSQL memory store: {exc}".strip(),
+                hint="check OMBRE_DB (postgresql://user:password@host/dbname) and that the pgvector "
+                "extension is installed there",
+            ) from exc
 
     @staticmethod
     def _pool_timeout() -> type[Exception]:
@@ -216,9 +249,14 @@ class PostgresStore(SqlStore):
         """The shared pool as `ombre doctor` and /health show it: its bounds, connections open and idle, and
         requests waiting for one now."""
         stats = self._pool.get_stats()
-        return {"min": self._pool.min_size, "max": self._pool.max_size, "open": stats.get("pool_size", 0),
-                "idle": stats.get("pool_available", 0), "waiting": stats.get("requests_waiting", 0),
-                "timeouts": stats.get("requests_errors", 0)}
+        return {
+            "min": self._pool.min_size,
+            "max": self._pool.max_size,
+            "open": stats.get("pool_size", 0),
+            "idle": stats.get("pool_available", 0),
+            "waiting": stats.get("requests_waiting", 0),
+            "timeouts": stats.get("requests_errors", 0),
+        }
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -238,9 +276,11 @@ class PostgresStore(SqlStore):
             with self._pool.connection() as db:
                 yield db
         except self._pool_timeout() as exc:
-            raise StoreError(f"the memory database is busy: no connection free within {self._pool.timeout:g} s",
-                             hint="raise OMBRE_PG_POOL_MAX (PostgreSQL's max_connections permitting), or look "
-                                  "for a query that holds one") from exc
+            raise StoreError(
+                f"the memory database is busy: no connection free within {self._pool.timeout:g} s",
+                hint="raise OMBRE_PG_POOL_MAX (PostgreSQL's max_connections permitting), or look "
+                "for a query that holds one",
+            ) from exc
 
     # -- writes ---------------------------------------------------------------------------------------
     @contextmanager
@@ -249,8 +289,7 @@ class PostgresStore(SqlStore):
             with self._connection() as db, db.transaction():
                 yield db
         except self._psycopg.Error as exc:
-            raise StoreError(f"memory database write failed: {exc}", hint="nothing was written; try again") \
-                from exc
+            raise StoreError(f"memory database write failed: {exc}", hint="nothing was written; try again") from exc
 
     def _write(self, steps: list[tuple[str, tuple]], changes_vectors: bool = True) -> None:
         # what changes the live vectors moves vectors_version itself (_BUMP), inside its own transaction
@@ -265,9 +304,14 @@ class PostgresStore(SqlStore):
         with self._transaction() as db:
             self._insert(db, self.namespace, rows)
 
-    def load(self, batches: dict[str, tuple[list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]],
-                                          list[GateEntry], dict[str, str]]],
-             tokens: Sequence[tuple[str, str, str]] = ()) -> None:
+    def load(
+        self,
+        batches: dict[
+            str,
+            tuple[list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]], list[GateEntry], dict[str, str]],
+        ],
+        tokens: Sequence[tuple[str, str, str]] = (),
+    ) -> None:
         """Whole stores at once (`ombre memories migrate`), by namespace: memories, the gate log in order, meta
         rows; one transaction, so a failure leaves the target as it was. The HNSW indexes are dropped for the
         load and built once after it (inside the same transaction): maintaining them row by row costs about
@@ -290,16 +334,19 @@ class PostgresStore(SqlStore):
             # empty table and walks the whole namespace through the primary key on every keyword search
             db.execute("ANALYZE memories")
 
-    def _insert(self, db, namespace: str,
-                rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
+    def _insert(
+        self, db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]
+    ) -> None:
         counts: Counter[str] = Counter()
         for memory, terms, vectors in rows:
             cells: list = []  # each row written once: an update would index its vectors in HNSW twice
             for key in VECTOR_COLUMNS:
                 vector = (vectors or {}).get(key)
                 cells += [None, None] if vector is None else [np.asarray(vector, dtype=np.float32), SPECS[key].model]
-            db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *cells, *terms, token_count(terms),
-                                 terms[0], terms[1]))
+            db.execute(
+                _INSERT,
+                (namespace, memory.id, *row_values(memory), *cells, *terms, token_count(terms), terms[0], terms[1]),
+            )
             counts.update(distinct_terms(terms))
         for sql, params in self._count_steps(counts, namespace):
             db.execute(sql, params)
@@ -308,15 +355,18 @@ class PostgresStore(SqlStore):
     def update(self, memory: Memory, terms: tuple[str, str] | None = None) -> None:
         with self._transaction() as db:
             db.execute(_BUMP, (self.namespace,))  # an archive or restore changes which vectors are live
-            old = db.execute("SELECT words, grams FROM memories WHERE id=%s AND namespace=%s FOR UPDATE",
-                             (memory.id, self.namespace)).fetchone()
+            old = db.execute(
+                "SELECT words, grams FROM memories WHERE id=%s AND namespace=%s FOR UPDATE", (memory.id, self.namespace)
+            ).fetchone()
             if old is None:
                 return  # another namespace's memory: not this store's to change
             db.execute(_UPDATE, (*row_values(memory), memory.id, self.namespace))
             if terms is None:
                 return
-            db.execute(f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} "
-                       "WHERE id=%s AND namespace=%s", (*terms, token_count(terms), *terms, memory.id, self.namespace))
+            db.execute(
+                f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE id=%s AND namespace=%s",
+                (*terms, token_count(terms), *terms, memory.id, self.namespace),
+            )
             counts: Counter[str] = Counter(distinct_terms(terms))
             counts.subtract(distinct_terms((old[0], old[1])))
             for sql, params in self._count_steps(counts):
@@ -325,8 +375,9 @@ class PostgresStore(SqlStore):
     def delete(self, memory_id: str) -> None:
         with self._transaction() as db:
             db.execute(_BUMP, (self.namespace,))
-            old = db.execute("DELETE FROM memories WHERE id=%s AND namespace=%s RETURNING words, grams",
-                             (memory_id, self.namespace)).fetchone()
+            old = db.execute(
+                "DELETE FROM memories WHERE id=%s AND namespace=%s RETURNING words, grams", (memory_id, self.namespace)
+            ).fetchone()
             if old is not None:
                 counts: Counter[str] = Counter()
                 counts.subtract(distinct_terms((old[0], old[1])))
@@ -335,17 +386,28 @@ class PostgresStore(SqlStore):
 
     def set_vectors(self, encoder: str, rows: list[tuple[str, np.ndarray]]) -> None:
         vec, model = VECTOR_COLUMNS[encoder]
-        self._write([(_BUMP, (self.namespace,))] + [
-            (f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s AND namespace=%s",
-             (np.asarray(v, dtype=np.float32), SPECS[encoder].model, mid, self.namespace)) for mid, v in rows])
+        self._write(
+            [(_BUMP, (self.namespace,))]
+            + [
+                (
+                    f"UPDATE memories SET {vec}=%s, {model}=%s WHERE id=%s AND namespace=%s",
+                    (np.asarray(v, dtype=np.float32), SPECS[encoder].model, mid, self.namespace),
+                )
+                for mid, v in rows
+            ]
+        )
 
     def occupied(self, namespaces: list[str]) -> list[str]:
         """Which of these namespaces already hold memories or gate-log lines (a migration lands only in empty
         ones)."""
-        return [r[0] for r in self._query(
-            "SELECT DISTINCT namespace FROM memories WHERE namespace = ANY(%s) UNION "
-            "SELECT DISTINCT namespace FROM gate_log WHERE namespace = ANY(%s) ORDER BY 1",
-            (namespaces, namespaces))]
+        return [
+            r[0]
+            for r in self._query(
+                "SELECT DISTINCT namespace FROM memories WHERE namespace = ANY(%s) UNION "
+                "SELECT DISTINCT namespace FROM gate_log WHERE namespace = ANY(%s) ORDER BY 1",
+                (namespaces, namespaces),
+            )
+        ]
 
     # -- reads ----------------------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = (), binary: bool = False) -> list[tuple]:
@@ -367,8 +429,9 @@ class PostgresStore(SqlStore):
         insert, edit and delete moves vectors_version)."""
         version = self.meta("vectors_version")
         if self._stats_cache is None or self._stats_cache[0] != version:
-            total, avg = self._query("SELECT count(*), avg(length) FROM memories WHERE namespace=%s",
-                                     (self.namespace,))[0]
+            total, avg = self._query(
+                "SELECT count(*), avg(length) FROM memories WHERE namespace=%s", (self.namespace,)
+            )[0]
             self._stats_cache = (version, (int(total), float(avg or 1.0)))
         return self._stats_cache[1]
 
@@ -418,11 +481,13 @@ class PostgresStore(SqlStore):
         cached = self._cache.get(encoder)
         if cached is None or cached[0] != version:
             # in binary: parsing the text form of 10k vectors took 2.0 s an encoder, the binary one 0.18 s
-            rows = self._query(f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL "
-                               "AND namespace=%s ORDER BY seq", (self.namespace,), binary=True)
+            rows = self._query(
+                f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL AND namespace=%s ORDER BY seq",
+                (self.namespace,),
+                binary=True,
+            )
             dim = SPECS[encoder].dim
-            matrix = (np.stack([_array(r[1]) for r in rows]) if rows
-                      else np.zeros((0, dim), dtype=np.float32))
+            matrix = np.stack([_array(r[1]) for r in rows]) if rows else np.zeros((0, dim), dtype=np.float32)
             cached = self._cache[encoder] = (version, VectorIndex([r[0] for r in rows], matrix))
         return cached[1]
 

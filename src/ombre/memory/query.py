@@ -5,6 +5,7 @@ is built from the person's utterances only — never the assistant's (it may hav
 never tool output, never speaker tags — and embedded as several short texts rather than one long cut: the
 latest utterance alone, and the recent ones together. Keywords read the latest utterance whole.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,11 @@ KEYWORD_TURN_CHARS = 96  # the recent turns' keyword signal reads each turn's en
 KEYWORD_CHARS = 1_000  # BM25 reads the whole message, up to a pasted-novel bound
 
 PERSON_ROLES = frozenset({"user", "human", "person", "me", "我", "用户", "对方"})
-_TAG = re.compile(r"^\s*[\[【(（]?\s*(user|human|person|me|我|用户|对方|assistant|ai|bot|model|system|tool|"
-                  r"claude|助手|系统)\s*[\]】)）]?\s*[:：]\s*", re.IGNORECASE)
+_TAG = re.compile(
+    r"^\s*[\[【(（]?\s*(user|human|person|me|我|用户|对方|assistant|ai|bot|model|system|tool|"
+    r"claude|助手|系统)\s*[\]】)）]?\s*[:：]\s*",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -64,8 +68,9 @@ class Query:
         """The short texts to embed: "latest", and "recent" (earlier turns + latest) when there is a chat.
         `cut(text, tokens)` keeps a text's end within that many of an encoder's tokens (embed.tail); without
         it, characters stand in for tokens."""
+
         def end(text: str, tokens: int) -> str:
-            return cut(text[-tokens * 5:], tokens) if cut is not None else text[-tokens:]
+            return cut(text[-tokens * 5 :], tokens) if cut is not None else text[-tokens:]
 
         forms = {"latest": end(self.latest, LATEST_TOKENS)}
         if self.recent:
@@ -78,15 +83,18 @@ def speaker_tag(line: str) -> tuple[str | None, str]:
     m = _TAG.match(line)
     if not m:
         return None, line.strip()
-    return m.group(1).lower(), line[m.end():].strip()
+    return m.group(1).lower(), line[m.end() :].strip()
 
 
 def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # message blocks: only text is the person's words (not tool results)
-        return "\n".join(b.get("text", "") for b in content
-                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+        return "\n".join(
+            b.get("text", "")
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
     return ""
 
 

@@ -4,14 +4,16 @@ Past a cap, a manual write demotes the longest-inactive holder (the person asked
 automatic write is itself downgraded. Either way the result says which happened. Commitments are never
 the ones demoted.
 """
+
 from __future__ import annotations
 
 from .model import Memory
 from .store import MemoryStore
 
 
-def enforce(store: MemoryStore, candidate: Memory, *, manual: bool, max_pinned: int, max_10: int,
-            max_9: int) -> list[str]:
+def enforce(
+    store: MemoryStore, candidate: Memory, *, manual: bool, max_pinned: int, max_10: int, max_9: int
+) -> list[str]:
     notes: list[str] = []
     if candidate.pinned and store.count(pinned=True) >= max_pinned:
         victim = store.least_active(pinned=True) if manual else None

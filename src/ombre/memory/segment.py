@@ -7,6 +7,7 @@ same columns): both stores index and search exactly these terms. An English ques
 to?") shares almost no surface words with the memory it asks for ("Ruby has a dairy allergy"), so "allergy"
 and "allergic" must meet as one term and "what", "to", "she" must not outweigh them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,7 +26,7 @@ _SENTENCE = re.compile(r"[^。！？!?\n；;]+[。！？!?；;]?")
 
 
 def script(text: str) -> str:
-    """"latin" when a text is written mostly in Latin letters (an English question), else "cjk". A Latin
+    """ "latin" when a text is written mostly in Latin letters (an English question), else "cjk". A Latin
     word takes about five letters where Chinese takes one or two characters: "我想学Python" is Chinese."""
     cjk = sum(len(run) for run in _CJK.findall(text))
     latin = sum(len(run) for run in _LATIN.findall(text.lower()))
@@ -44,7 +45,8 @@ def words(text: str) -> list[str]:
 
 _LATIN = re.compile(r"[a-z]+")
 # English function words and chat filler: in a question they outnumber the words it is about
-STOP = frozenset("""a an the and or but if then else of at by for with about against between into through during
+STOP = frozenset(
+    """a an the and or but if then else of at by for with about against between into through during
 before after above below to from up down in out on off over under again further once here there when where why how
 all any both each few more most other some such no nor not only own same so than too very can will just should now
 i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his himself she her hers
@@ -52,7 +54,8 @@ herself it its itself they them their theirs themselves what which who whom whos
 was were be been being have has had having do does did doing would could ought shall may might must im ive id ill
 youre youve youll hes shes its were theyre dont didnt doesnt isnt wasnt arent werent cant wont couldnt wouldnt
 shouldnt havent hasnt hadnt lol lmao omg ok okay oh ah um uh hey hi yeah yes yep nope pls please thanks thx u ur
-again also still even really just gonna wanna gotta""".split())
+again also still even really just gonna wanna gotta""".split()
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -77,7 +80,7 @@ def keys(text: str) -> list[str]:
 
 
 def bigrams(text: str) -> list[str]:
-    return [run[i:i + 2] for run in _CJK.findall(text) for i in range(len(run) - 1)]
+    return [run[i : i + 2] for run in _CJK.findall(text) for i in range(len(run) - 1)]
 
 
 def terms(text: str) -> list[str]:

@@ -1,4 +1,5 @@
 """The memory service: one object the CLI, HTTP and MCP adapters share (store + embedder + settings)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -41,9 +42,14 @@ class Edited:
 
 
 class MemoryService:
-    def __init__(self, settings: Settings, store: MemoryStore, embedder: Embedder | None = None,
-                 encoders: Mapping[str, Embedder] | None = None,
-                 arbiter: Callable[[Settings, "MemoryService"], Callable[[Memory], Verdict]] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: MemoryStore,
+        embedder: Embedder | None = None,
+        encoders: Mapping[str, Embedder] | None = None,
+        arbiter: Callable[[Settings, "MemoryService"], Callable[[Memory], Verdict]] | None = None,
+    ) -> None:
         """`encoders` fixes exactly which encoders recall uses; otherwise settings.encoders (OMBRE_ENCODERS,
         OMBRE_VECTORS) name them and each loads on first use, `embedder` standing in for e5. `arbiter` builds
         the commitment arbitration hold asks (the write layer's; app.open_service passes it)."""
@@ -115,12 +121,23 @@ class MemoryService:
         s = self.settings
         encoders = self.encoders  # loaded before the lock: a model load must not hold other writers up
         with self.store.exclusive():
-            return hold(self.store, req, encoders=encoders, max_chars=s.max_content_chars,
-                        extra_types=s.extra_types, auto_daily=s.auto_hold_daily, max_pinned=s.max_pinned,
-                        max_10=s.max_importance_10, max_9=s.max_importance_9, now=now, arbitrate=self.arbitrate)
+            return hold(
+                self.store,
+                req,
+                encoders=encoders,
+                max_chars=s.max_content_chars,
+                extra_types=s.extra_types,
+                auto_daily=s.auto_hold_daily,
+                max_pinned=s.max_pinned,
+                max_10=s.max_importance_10,
+                max_9=s.max_importance_9,
+                now=now,
+                arbitrate=self.arbitrate,
+            )
 
-    def breath(self, req: BreathRequest, now: dt.datetime | None = None, touch: bool = True,
-               deadline: float | None = None) -> BreathResult:
+    def breath(
+        self, req: BreathRequest, now: dt.datetime | None = None, touch: bool = True, deadline: float | None = None
+    ) -> BreathResult:
         wire.check([req.query, req.context, req.valence, req.arousal], "the breath request")
         result = breath(self.store, req, encoders=self.encoders, now=now, touch=touch, deadline=deadline)
         result.degraded += list(self.encoder_errors.values())
@@ -145,35 +162,72 @@ class MemoryService:
             nxt = successor.superseded_by
         return {"memory": m.to_dict(), "current": m.current, "replaced_by": chain, "trace": m.trace}
 
-    def set_flag(self, memory_id: str, *, pinned: bool | None = None, archived: bool | None = None,
-                 force: bool = False) -> Memory:
+    def set_flag(
+        self, memory_id: str, *, pinned: bool | None = None, archived: bool | None = None, force: bool = False
+    ) -> Memory:
         return self.edit(memory_id, pinned=pinned, archived=archived, force=force).memory
 
-    def edit(self, memory_id: str, *, content: str | None = None, title: str | None = None,
-             kind: str | None = None, importance: int | None = None, pinned: bool | None = None,
-             archived: bool | None = None, force: bool = False, now: dt.datetime | None = None) -> "Edited":
+    def edit(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        title: str | None = None,
+        kind: str | None = None,
+        importance: int | None = None,
+        pinned: bool | None = None,
+        archived: bool | None = None,
+        force: bool = False,
+        now: dt.datetime | None = None,
+    ) -> "Edited":
         """The person's own change to a memory (CLI, the dashboard): the same checks as a manual hold, the
         same scarcity caps (a pin or a higher importance past a cap demotes the longest-inactive holder),
         a trace entry, and a line in the gate log."""
         with self.store.exclusive():
-            return self._edit(memory_id, content=content, title=title, kind=kind, importance=importance,
-                              pinned=pinned, archived=archived, force=force, now=now)
+            return self._edit(
+                memory_id,
+                content=content,
+                title=title,
+                kind=kind,
+                importance=importance,
+                pinned=pinned,
+                archived=archived,
+                force=force,
+                now=now,
+            )
 
-    def _edit(self, memory_id: str, *, content: str | None, title: str | None, kind: str | None,
-              importance: int | None, pinned: bool | None, archived: bool | None, force: bool,
-              now: dt.datetime | None) -> "Edited":
+    def _edit(
+        self,
+        memory_id: str,
+        *,
+        content: str | None,
+        title: str | None,
+        kind: str | None,
+        importance: int | None,
+        pinned: bool | None,
+        archived: bool | None,
+        force: bool,
+        now: dt.datetime | None,
+    ) -> "Edited":
         m = self.get(memory_id)
         now = now or now_utc()
         s = self.settings
         changed: list[str] = []
         if content is not None or title is not None or kind is not None or importance is not None:
-            validate(HoldRequest(content=m.content if content is None else content,
-                                 type=m.type if kind is None else kind,
-                                 importance=m.importance if importance is None else importance),
-                     max_chars=s.max_content_chars, types=BUILTIN_TYPES + tuple(s.extra_types))
+            validate(
+                HoldRequest(
+                    content=m.content if content is None else content,
+                    type=m.type if kind is None else kind,
+                    importance=m.importance if importance is None else importance,
+                ),
+                max_chars=s.max_content_chars,
+                types=BUILTIN_TYPES + tuple(s.extra_types),
+            )
         if archived and m.is_commitment and not force:
-            raise MemoryInputError(f"{memory_id} is a commitment (承诺/约定): commitments are not archived",
-                                   hint="pass --force if the person really withdrew it")
+            raise MemoryInputError(
+                f"{memory_id} is a commitment (承诺/约定): commitments are not archived",
+                hint="pass --force if the person really withdrew it",
+            )
         reindex = False
         for name, value in (("content", content), ("title", title), ("type", kind)):
             if value is not None and value.strip() != getattr(m, name):
@@ -190,8 +244,14 @@ class MemoryService:
             changed.append("pinned" if pinned else "unpinned")
             m.pinned = pinned
         if pinning or raised:
-            notes = scarcity.enforce(self.store, m, manual=True, max_pinned=s.max_pinned,
-                                     max_10=s.max_importance_10, max_9=s.max_importance_9)
+            notes = scarcity.enforce(
+                self.store,
+                m,
+                manual=True,
+                max_pinned=s.max_pinned,
+                max_10=s.max_importance_10,
+                max_9=s.max_importance_9,
+            )
         if archived is not None and archived != m.archived:
             changed.append("archived" if archived else "restored")
             if archived:
@@ -234,8 +294,9 @@ class MemoryService:
         refused and named by number, the rest are added in one transaction; ids already present are skipped."""
         data = path.read_bytes()
         if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            raise MemoryInputError(f"{path} is UTF-16 text", hint="save it as UTF-8 (an export is); nothing was "
-                                                                  "imported")
+            raise MemoryInputError(
+                f"{path} is UTF-16 text", hint="save it as UTF-8 (an export is); nothing was imported"
+            )
         result = Imported()
         rows = []
         for n, raw in enumerate(data.splitlines(), start=1):
@@ -244,8 +305,11 @@ class MemoryService:
             try:
                 rows.append(self._imported(raw))
             except (MemoryInputError, ValueError, TypeError, UnicodeDecodeError) as exc:
-                reason = exc.message if isinstance(exc, MemoryInputError) else (
-                    "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc))
+                reason = (
+                    exc.message
+                    if isinstance(exc, MemoryInputError)
+                    else ("not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc))
+                )
                 result.refused.append((n, reason))
         present = self.store.get_many([m.id for m in rows])
         fresh: list[NewRow] = []
@@ -277,11 +341,25 @@ class MemoryService:
             if not isinstance(getattr(m, name), str):
                 raise MemoryInputError(f"{name} is {type(getattr(m, name)).__name__}, not text")
         s = self.settings
-        validate(HoldRequest(content=m.content, title=m.title, type=m.type, tags=m.tags, importance=m.importance,
-                             pinned=bool(m.pinned), valence=m.valence, arousal=m.arousal, domain=m.domain,
-                             event_date=m.event_date, quote=m.evidence.quote, from_session=m.evidence.from_session,
-                             evidence_date=m.evidence.date),
-                 max_chars=s.max_content_chars, types=BUILTIN_TYPES + tuple(s.extra_types))
+        validate(
+            HoldRequest(
+                content=m.content,
+                title=m.title,
+                type=m.type,
+                tags=m.tags,
+                importance=m.importance,
+                pinned=bool(m.pinned),
+                valence=m.valence,
+                arousal=m.arousal,
+                domain=m.domain,
+                event_date=m.event_date,
+                quote=m.evidence.quote,
+                from_session=m.evidence.from_session,
+                evidence_date=m.evidence.date,
+            ),
+            max_chars=s.max_content_chars,
+            types=BUILTIN_TYPES + tuple(s.extra_types),
+        )
         for name in ("created", "last_active"):
             try:
                 dt.datetime.fromisoformat(getattr(m, name))
@@ -306,12 +384,18 @@ class MemoryService:
             ours = "unknown"
         # `ombre backup` copies the SQLite file; a PostgreSQL store is backed up by its own server
         newest = [] if self.settings.db else backup.backups(self.settings.backups_dir)[-1:]
-        state = {"version": ours, "database": self.settings.database_label,
-                 "backend": "postgresql" if self.settings.db else "sqlite", "namespace": self.settings.namespace,
-                 "memories": total,
-                 "encoders": list(self.encoders), "models": {k: "loaded" for k in self.encoders} | {
-                     k: f"unavailable: {v}" for k, v in self.encoder_errors.items()},
-                 "embedding": self.embedding, "last_backup": str(newest[0]) if newest else None}
+        state = {
+            "version": ours,
+            "database": self.settings.database_label,
+            "backend": "postgresql" if self.settings.db else "sqlite",
+            "namespace": self.settings.namespace,
+            "memories": total,
+            "encoders": list(self.encoders),
+            "models": {k: "loaded" for k in self.encoders}
+            | {k: f"unavailable: {v}" for k, v in self.encoder_errors.items()},
+            "embedding": self.embedding,
+            "last_backup": str(newest[0]) if newest else None,
+        }
         pool = getattr(self.store, "pool_stats", None)  # PostgreSQL's shared connections
         if pool is not None:
             state["pool"] = pool()
@@ -321,4 +405,3 @@ class MemoryService:
 
     def close(self) -> None:
         self.store.close()
-

@@ -1,6 +1,7 @@
 """The signals of one recall, before fusion: keyword BM25 over the person's latest words and over their
 recent turns, and each encoder's cosines for each query form it embeds, with how far each candidate stands
 out of the store (lift) and of its nearest neighbours (gap). bench/recall_eval.py fuses these anew."""
+
 from __future__ import annotations
 
 import time
@@ -35,7 +36,6 @@ GAP_RANK = 20
 DEADLINE_RESERVE_MS = 30.0
 
 
-
 @dataclass
 class Signals:
     """What each signal of one recall says, before fusion (bench/recall_eval.py fuses these anew)."""
@@ -66,8 +66,9 @@ def _fits(encoder: Embedder, key: str, tokens: int, deadline: float | None, text
     return pace.cost_ms(tokens, texts) <= left_ms
 
 
-def _plan(query: Query, encoders: Mapping[str, Embedder], deadline: float | None,
-          e5_tokens: int) -> dict[str, dict[str, str]]:
+def _plan(
+    query: Query, encoders: Mapping[str, Embedder], deadline: float | None, e5_tokens: int
+) -> dict[str, dict[str, str]]:
     """Which texts each encoder embeds, each cut by the encoder's own token count (embed.tail): USE every
     form whole; e5 (the slow one) each form cut to its last e5_tokens tokens, or to fewer when that would
     not fit before the deadline (down to E5_MIN_TOKENS; below it USE answers alone)."""
@@ -99,10 +100,18 @@ def _plan(query: Query, encoders: Mapping[str, Embedder], deadline: float | None
     return plan
 
 
-def signals_for(store: MemoryStore, query: Query, *, encoders: Mapping[str, Embedder] | None = None,
-                extra_terms: tuple[str, ...] = (), limit: int = CANDIDATES, degraded: list[str] | None = None,
-                deadline: float | None = None, used: list[str] | None = None,
-                e5_tokens: int = E5_TOKENS) -> Signals:
+def signals_for(
+    store: MemoryStore,
+    query: Query,
+    *,
+    encoders: Mapping[str, Embedder] | None = None,
+    extra_terms: tuple[str, ...] = (),
+    limit: int = CANDIDATES,
+    degraded: list[str] | None = None,
+    deadline: float | None = None,
+    used: list[str] | None = None,
+    e5_tokens: int = E5_TOKENS,
+) -> Signals:
     """Every signal of one recall: keyword BM25 over the latest words and over the recent turns, and each
     encoder's cosines for each form it embeds (see _plan). `deadline` (time.monotonic()) is when the caller
     stops waiting: e5 is left out when its estimated cost would not fit, and USE (a few ms) answers alone.

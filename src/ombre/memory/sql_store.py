@@ -5,6 +5,7 @@ A store subclasses SqlStore and names its placeholder (P), the column that order
 primary key, a partial index) instead of the namespace one; PostgreSQL plans by statistics and needs none.
 It gives `_query` and `_write`; keyword search, vectors, the bigger writes and migrations stay its own.
 """
+
 from __future__ import annotations
 
 import builtins  # the store has a method named list: annotations after it name the type this way
@@ -43,14 +44,19 @@ class SqlStore:
         """term_docs upserts for a change of document counts, in one order, so two transactions counting the
         same terms take their row locks alike."""
         P = self.P
-        sql = (f"INSERT INTO term_docs (namespace, term, docs) VALUES ({P}, {P}, {P}) "
-               "ON CONFLICT (namespace, term) DO UPDATE SET docs = term_docs.docs + excluded.docs")
+        sql = (
+            f"INSERT INTO term_docs (namespace, term, docs) VALUES ({P}, {P}, {P}) "
+            "ON CONFLICT (namespace, term) DO UPDATE SET docs = term_docs.docs + excluded.docs"
+        )
         return [(sql, (namespace or self.namespace, term, n)) for term, n in sorted(counts.items()) if n]
 
     def _document_frequencies(self, terms: list[str]) -> dict[str, int]:
         match, params = self._in(terms)
-        return dict(self._query(f"SELECT term, docs FROM term_docs WHERE namespace={self.P} AND term {match}",
-                                (self.namespace, *params)))
+        return dict(
+            self._query(
+                f"SELECT term, docs FROM term_docs WHERE namespace={self.P} AND term {match}", (self.namespace, *params)
+            )
+        )
 
     def _rarest(self, terms: list[str], df: dict[str, int], total: int) -> list[str]:
         """The terms a search uses: in a large store the rarest present ones (or the three least common)."""
@@ -62,21 +68,30 @@ class SqlStore:
     # -- reads ----------------------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:
         P, plus = self.P, self.PLUS
-        rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id={P} AND {plus}namespace={P}",
-                           (memory_id, self.namespace))
+        rows = self._query(
+            f"SELECT {COLUMNS} FROM memories WHERE id={P} AND {plus}namespace={P}", (memory_id, self.namespace)
+        )
         return row_to_memory(rows[0]) if rows else None
 
     def get_many(self, ids: list[str]) -> dict[str, Memory]:
         out: dict[str, Memory] = {}
         for start in range(0, len(ids), 500):
-            match, params = self._in(ids[start:start + 500])
-            rows = self._query(f"SELECT {COLUMNS} FROM memories WHERE id {match} AND {self.PLUS}namespace={self.P}",
-                               (*params, self.namespace))
+            match, params = self._in(ids[start : start + 500])
+            rows = self._query(
+                f"SELECT {COLUMNS} FROM memories WHERE id {match} AND {self.PLUS}namespace={self.P}",
+                (*params, self.namespace),
+            )
             out.update((r[0], row_to_memory(r)) for r in rows)
         return out
 
-    def _where(self, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
-               min_importance: int | None = None, exclude_commitments: bool = False) -> tuple[str, tuple]:
+    def _where(
+        self,
+        archived: bool | None = False,
+        pinned: bool | None = None,
+        type: str | None = None,
+        min_importance: int | None = None,
+        exclude_commitments: bool = False,
+    ) -> tuple[str, tuple]:
         P = self.P
         where = [f"{self.PLUS}namespace={P}"]
         params: list[object] = [self.namespace]
@@ -97,8 +112,14 @@ class SqlStore:
             params.extend(kinds)
         return " WHERE " + " AND ".join(where), tuple(params)
 
-    def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
-             limit: int | None = None) -> list[Memory]:
+    def list(
+        self,
+        *,
+        archived: bool | None = False,
+        pinned: bool | None = None,
+        type: str | None = None,
+        limit: int | None = None,
+    ) -> list[Memory]:
         where, params = self._where(archived, pinned, type)
         sql = f"SELECT {COLUMNS} FROM memories{where} ORDER BY created DESC, {self.ORDER} DESC"
         return [row_to_memory(r) for r in self._query(sql + (f" LIMIT {int(limit)}" if limit else ""), params)]
@@ -107,16 +128,20 @@ class SqlStore:
         where, params = self._where(pinned=pinned, min_importance=min_importance)
         return self._query(f"SELECT count(*) FROM memories{where}", params)[0][0]
 
-    def least_active(self, *, pinned: bool | None = None, min_importance: int | None = None,
-                     exclude_commitments: bool = True) -> Memory | None:
-        where, params = self._where(pinned=pinned, min_importance=min_importance,
-                                    exclude_commitments=exclude_commitments)
-        rows = self._query(f"SELECT {COLUMNS} FROM memories{where} ORDER BY last_active ASC, {self.ORDER} ASC "
-                           "LIMIT 1", params)
+    def least_active(
+        self, *, pinned: bool | None = None, min_importance: int | None = None, exclude_commitments: bool = True
+    ) -> Memory | None:
+        where, params = self._where(
+            pinned=pinned, min_importance=min_importance, exclude_commitments=exclude_commitments
+        )
+        rows = self._query(
+            f"SELECT {COLUMNS} FROM memories{where} ORDER BY last_active ASC, {self.ORDER} ASC LIMIT 1", params
+        )
         return row_to_memory(rows[0]) if rows else None
 
-    def on_month_days(self, month_days: builtins.list[str], *,
-                      created_before: str | None = None) -> builtins.list[Memory]:
+    def on_month_days(
+        self, month_days: builtins.list[str], *, created_before: str | None = None
+    ) -> builtins.list[Memory]:
         """Live memories whose event date or creation falls on one of these month-days ("MM-DD"); with
         `created_before` (an ISO time), a creation counts only before it (an anniversary needs a year)."""
         if not month_days:
@@ -126,9 +151,14 @@ class SqlStore:
         # the same expressions as the indexes on substr(…, 6, 5), so each side of the OR is an index lookup
         created = f"substr(created, 6, 5) {match}" + (f" AND created < {P}" if created_before else "")
         params = (*days, *days, *((created_before,) if created_before else ()), self.namespace)
-        return [row_to_memory(r) for r in self._query(
-            f"SELECT {COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) {match} OR ({created})) "
-            f"AND {plus}archived=0 AND superseded_by IS NULL AND {plus}namespace={P}", params)]
+        return [
+            row_to_memory(r)
+            for r in self._query(
+                f"SELECT {COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) {match} OR ({created})) "
+                f"AND {plus}archived=0 AND superseded_by IS NULL AND {plus}namespace={P}",
+                params,
+            )
+        ]
 
     def on_dates(self, dates: builtins.list[str]) -> builtins.list[Memory]:
         """Live memories whose event falls on one of these days (YYYY-MM-DD): what is due."""
@@ -136,36 +166,55 @@ class SqlStore:
             return []
         plus = self.PLUS
         match, days = self._in(dates)
-        return [row_to_memory(r) for r in self._query(
-            f"SELECT {COLUMNS} FROM memories WHERE event_date {match} AND {plus}archived=0 AND superseded_by IS NULL "
-            f"AND {plus}namespace={self.P} ORDER BY event_date, importance DESC", (*days, self.namespace))]
+        return [
+            row_to_memory(r)
+            for r in self._query(
+                f"SELECT {COLUMNS} FROM memories WHERE event_date {match} AND {plus}archived=0 "
+                f"AND superseded_by IS NULL AND {plus}namespace={self.P} ORDER BY event_date, importance DESC",
+                (*days, self.namespace),
+            )
+        ]
 
     def has_unembedded(self, encoder: str = "e5") -> bool:
         vec = VECTOR_COLUMNS[encoder][0]
-        return bool(self._query(f"SELECT 1 FROM memories WHERE {vec} IS NULL AND archived=0 "
-                                f"AND {self.PLUS}namespace={self.P} LIMIT 1", (self.namespace,)))
+        return bool(
+            self._query(
+                f"SELECT 1 FROM memories WHERE {vec} IS NULL AND archived=0 AND {self.PLUS}namespace={self.P} LIMIT 1",
+                (self.namespace,),
+            )
+        )
 
     def unembedded_count(self, encoder: str) -> int:
         vec = VECTOR_COLUMNS[encoder][0]
-        return self._query(f"SELECT count(*) FROM memories WHERE {vec} IS NULL AND {self.PLUS}namespace={self.P}",
-                           (self.namespace,))[0][0]
+        return self._query(
+            f"SELECT count(*) FROM memories WHERE {vec} IS NULL AND {self.PLUS}namespace={self.P}", (self.namespace,)
+        )[0][0]
 
     def without_vectors(self, encoder: str, limit: int) -> builtins.list[Memory]:
         vec = VECTOR_COLUMNS[encoder][0]
-        return [row_to_memory(r) for r in self._query(
-            f"SELECT {COLUMNS} FROM memories WHERE {vec} IS NULL AND {self.PLUS}namespace={self.P} "
-            f"ORDER BY {self.ORDER} LIMIT {self.P}", (self.namespace, limit))]
+        return [
+            row_to_memory(r)
+            for r in self._query(
+                f"SELECT {COLUMNS} FROM memories WHERE {vec} IS NULL AND {self.PLUS}namespace={self.P} "
+                f"ORDER BY {self.ORDER} LIMIT {self.P}",
+                (self.namespace, limit),
+            )
+        ]
 
     def gate_count(self, day: str, source: str, decisions: tuple[str, ...]) -> int:
         P = self.P
         match, params = self._in(list(decisions))
-        return self._query(f"SELECT count(*) FROM gate_log WHERE namespace={P} AND day={P} AND source={P} "
-                           f"AND decision {match}", (self.namespace, day, source, *params))[0][0]
+        return self._query(
+            f"SELECT count(*) FROM gate_log WHERE namespace={P} AND day={P} AND source={P} AND decision {match}",
+            (self.namespace, day, source, *params),
+        )[0][0]
 
     def gate_log(self, limit: int) -> builtins.list[GateEntry]:
-        rows = self._query("SELECT at, day, source, decision, reasons, content, memory_id FROM gate_log "
-                           f"WHERE {self.PLUS}namespace={self.P} ORDER BY seq DESC LIMIT {self.P}",
-                           (self.namespace, limit))
+        rows = self._query(
+            "SELECT at, day, source, decision, reasons, content, memory_id FROM gate_log "
+            f"WHERE {self.PLUS}namespace={self.P} ORDER BY seq DESC LIMIT {self.P}",
+            (self.namespace, limit),
+        )
         return [GateEntry(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6]) for r in rows]
 
     def meta(self, key: str) -> str | None:
@@ -178,24 +227,38 @@ class SqlStore:
 
     def namespaces(self) -> builtins.list[tuple[str, int, int]]:
         """Every namespace with its memory and token counts."""
-        rows = self._query("SELECT n, sum(m), sum(t) FROM (SELECT namespace AS n, count(*) AS m, 0 AS t FROM memories "
-                           "GROUP BY namespace UNION ALL SELECT namespace, 0, count(*) FROM namespaces GROUP BY "
-                           "namespace) AS x GROUP BY n ORDER BY n")
+        rows = self._query(
+            "SELECT n, sum(m), sum(t) FROM (SELECT namespace AS n, count(*) AS m, 0 AS t FROM memories "
+            "GROUP BY namespace UNION ALL SELECT namespace, 0, count(*) FROM namespaces GROUP BY "
+            "namespace) AS x GROUP BY n ORDER BY n"
+        )
         return [(r[0], int(r[1]), int(r[2])) for r in rows]
 
     # -- small writes ---------------------------------------------------------------------------------
     def _gate_step(self, entry: GateEntry, namespace: str | None = None) -> tuple[str, tuple]:
         P = self.P
-        return (f"INSERT INTO gate_log (namespace, at, day, source, decision, reasons, memory_id, content) "
-                f"VALUES ({P}, {P}, {P}, {P}, {P}, {P}, {P}, {P})",
-                (namespace or self.namespace, entry.at, entry.day, entry.source, entry.decision,
-                 json.dumps(entry.reasons, ensure_ascii=False), entry.memory_id, entry.content[:500]))
+        return (
+            f"INSERT INTO gate_log (namespace, at, day, source, decision, reasons, memory_id, content) "
+            f"VALUES ({P}, {P}, {P}, {P}, {P}, {P}, {P}, {P})",
+            (
+                namespace or self.namespace,
+                entry.at,
+                entry.day,
+                entry.source,
+                entry.decision,
+                json.dumps(entry.reasons, ensure_ascii=False),
+                entry.memory_id,
+                entry.content[:500],
+            ),
+        )
 
     def _meta_step(self, key: str, value: str, namespace: str | None = None) -> tuple[str, tuple]:
         P = self.P
-        return (f"INSERT INTO meta (namespace, key, value) VALUES ({P}, {P}, {P}) "
-                "ON CONFLICT (namespace, key) DO UPDATE SET value=excluded.value", (namespace or self.namespace, key,
-                                                                                     value))
+        return (
+            f"INSERT INTO meta (namespace, key, value) VALUES ({P}, {P}, {P}) "
+            "ON CONFLICT (namespace, key) DO UPDATE SET value=excluded.value",
+            (namespace or self.namespace, key, value),
+        )
 
     def log_gate(self, entry: GateEntry) -> None:
         self._write([self._gate_step(entry)], changes_vectors=False)
@@ -206,12 +269,27 @@ class SqlStore:
     def touch(self, ids: builtins.list[str], at: str) -> None:
         if ids:
             # in one order, so two services touching the same memories take their row locks alike
-            self._write([(f"UPDATE memories SET activation_count = activation_count + 1, last_active={self.P} "
-                          f"WHERE id={self.P} AND {self.PLUS}namespace={self.P}", (at, i, self.namespace))
-                         for i in sorted(ids)], changes_vectors=False)
+            self._write(
+                [
+                    (
+                        f"UPDATE memories SET activation_count = activation_count + 1, last_active={self.P} "
+                        f"WHERE id={self.P} AND {self.PLUS}namespace={self.P}",
+                        (at, i, self.namespace),
+                    )
+                    for i in sorted(ids)
+                ],
+                changes_vectors=False,
+            )
 
     def add_token(self, token_sha256: str, namespace: str, created: str) -> None:
         """A namespace's bearer token (its digest): the token table is the one thing namespaces share."""
         P = self.P
-        self._write([(f"INSERT INTO namespaces (token_sha256, namespace, created) VALUES ({P}, {P}, {P})",
-                      (token_sha256, namespace, created))], changes_vectors=False)
+        self._write(
+            [
+                (
+                    f"INSERT INTO namespaces (token_sha256, namespace, created) VALUES ({P}, {P}, {P})",
+                    (token_sha256, namespace, created),
+                )
+            ],
+            changes_vectors=False,
+        )

@@ -3,6 +3,7 @@
 Python's sqlite3 here cannot load extensions, so vectors are BLOBs scored with numpy; the
 matrix is cached and reloaded only when the database changed (PRAGMA data_version, or our own writes).
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -24,10 +25,11 @@ from .segment import match_expression
 from .sql_store import SqlStore
 from .store import VectorIndex
 
-_INSERT = (f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}) "
-           f"VALUES ({', '.join('?' * (len(FIELDS) + 2))})")
-_INSERT_WITH_VECTORS = (f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, {', '.join(VECTOR_NAMES)}) "
-                        f"VALUES ({', '.join('?' * (len(FIELDS) + 2 + len(VECTOR_NAMES)))})")
+_INSERT = f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}) VALUES ({', '.join('?' * (len(FIELDS) + 2))})"
+_INSERT_WITH_VECTORS = (
+    f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, {', '.join(VECTOR_NAMES)}) "
+    f"VALUES ({', '.join('?' * (len(FIELDS) + 2 + len(VECTOR_NAMES)))})"
+)
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=?' for c in FIELDS)} WHERE id=? AND +namespace=?"
 _INDEX = "INSERT INTO memories_fts (words, grams, memory_id) VALUES (?, ?, ?)"
 
@@ -58,8 +60,10 @@ class SQLiteStore(SqlStore):
             self._db.execute("PRAGMA synchronous=NORMAL")
             migrations.apply(self._db)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the memory database {self.path}: {exc}",
-                             hint="check OMBRE_HOME and that the file is a SQLite database") from exc
+            raise StoreError(
+                f"cannot open the memory database {self.path}: {exc}",
+                hint="check OMBRE_HOME and that the file is a SQLite database",
+            ) from exc
         self._lock = threading.RLock()  # the connection's: one statement or transaction at a time
         self._holding = threading.RLock()
         self._cache: dict[str, tuple[int, VectorIndex]] = {}
@@ -91,8 +95,9 @@ class SQLiteStore(SqlStore):
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"memory database write failed: {exc}",
-                                     hint="nothing was written; try again") from exc
+                    raise StoreError(
+                        f"memory database write failed: {exc}", hint="nothing was written; try again"
+                    ) from exc
                 raise
             if changes_vectors:
                 self._generation += 1
@@ -103,8 +108,13 @@ class SQLiteStore(SqlStore):
                 db.execute(sql, params)
 
     def add(self, memory: Memory, terms: tuple[str, str]) -> None:
-        self._write([(_INSERT, (self.namespace, memory.id, *row_values(memory))), (_INDEX, (*terms, memory.id)),
-                     *self._count_steps(Counter(distinct_terms(terms)))])
+        self._write(
+            [
+                (_INSERT, (self.namespace, memory.id, *row_values(memory))),
+                (_INDEX, (*terms, memory.id)),
+                *self._count_steps(Counter(distinct_terms(terms))),
+            ]
+        )
 
     def add_many(self, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]) -> None:
         """Add many memories in one transaction (import, benchmarks); all or nothing. Each row may carry
@@ -115,8 +125,11 @@ class SQLiteStore(SqlStore):
             cells: list = []
             for key in VECTOR_COLUMNS:
                 vector = (vectors or {}).get(key)
-                cells += ([None, None] if vector is None else
-                          [np.asarray(vector, dtype=np.float32).tobytes(), SPECS[key].model])
+                cells += (
+                    [None, None]
+                    if vector is None
+                    else [np.asarray(vector, dtype=np.float32).tobytes(), SPECS[key].model]
+                )
             steps.append((_INSERT_WITH_VECTORS, (self.namespace, memory.id, *row_values(memory), *cells)))
             steps.append((_INDEX, (*terms, memory.id)))
             counts.update(distinct_terms(terms))
@@ -130,8 +143,9 @@ class SQLiteStore(SqlStore):
                 return
             # the old terms are read inside the transaction, so a concurrent edit cannot skew the counts
             counts: Counter[str] = Counter(distinct_terms(terms))
-            for rowid, words, grams in db.execute("SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?",
-                                                  (memory.id,)).fetchall():
+            for rowid, words, grams in db.execute(
+                "SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?", (memory.id,)
+            ).fetchall():
                 counts.subtract(distinct_terms((words, grams)))
                 db.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
             db.execute(_INDEX, (*terms, memory.id))
@@ -145,8 +159,9 @@ class SQLiteStore(SqlStore):
             if gone.rowcount == 0:
                 return
             counts: Counter[str] = Counter()
-            for rowid, words, grams in db.execute("SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?",
-                                                  (memory_id,)).fetchall():
+            for rowid, words, grams in db.execute(
+                "SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?", (memory_id,)
+            ).fetchall():
                 counts.subtract(distinct_terms((words, grams)))
                 db.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
             for sql, params in self._count_steps(counts):
@@ -155,9 +170,15 @@ class SQLiteStore(SqlStore):
     def set_vectors(self, encoder: str, rows: list[tuple[str, np.ndarray]]) -> None:
         """Store one encoder's vectors for some memories, in one transaction."""
         vec, model = VECTOR_COLUMNS[encoder]
-        self._write([(f"UPDATE memories SET {vec}=?, {model}=? WHERE id=? AND +namespace=?",
-                      (np.asarray(v, dtype=np.float32).tobytes(), SPECS[encoder].model, mid, self.namespace))
-                     for mid, v in rows])
+        self._write(
+            [
+                (
+                    f"UPDATE memories SET {vec}=?, {model}=? WHERE id=? AND +namespace=?",
+                    (np.asarray(v, dtype=np.float32).tobytes(), SPECS[encoder].model, mid, self.namespace),
+                )
+                for mid, v in rows
+            ]
+        )
 
     # -- reads ----------------------------------------------------------------------------------------
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -178,9 +199,11 @@ class SQLiteStore(SqlStore):
             terms = self._rarest(terms, self._document_frequencies(terms), total)
             if not terms:
                 return []
-        rows = self._query("SELECT f.memory_id, -f.rank FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
-                           "WHERE memories_fts MATCH ? AND +m.namespace=? ORDER BY f.rank LIMIT ?",
-                           (match_expression(terms), self.namespace, limit))
+        rows = self._query(
+            "SELECT f.memory_id, -f.rank FROM memories_fts f JOIN memories m ON m.id = f.memory_id "
+            "WHERE memories_fts MATCH ? AND +m.namespace=? ORDER BY f.rank LIMIT ?",
+            (match_expression(terms), self.namespace, limit),
+        )
         return [(r[0], float(r[1])) for r in rows]
 
     def vectors(self, encoder: str = "e5") -> VectorIndex:
@@ -190,11 +213,16 @@ class SQLiteStore(SqlStore):
         cached = self._cache.get(encoder)
         if cached is None or cached[0] != version:
             vec = VECTOR_COLUMNS[encoder][0]
-            rows = self._query(f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL "
-                               "AND +namespace=?", (self.namespace,))
+            rows = self._query(
+                f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL AND +namespace=?",
+                (self.namespace,),
+            )
             dim = SPECS[encoder].dim
-            matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-                      if rows else np.zeros((0, dim), dtype=np.float32))
+            matrix = (
+                np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                if rows
+                else np.zeros((0, dim), dtype=np.float32)
+            )
             cached = self._cache[encoder] = (version, VectorIndex([r[0] for r in rows], matrix))
         return cached[1]
 

@@ -1,5 +1,6 @@
 """The storage interface the memory layer depends on; SQLite is the embedded default (a PostgreSQL
 backend can implement the same protocol without touching hold/breath)."""
+
 from __future__ import annotations
 
 import builtins  # the stores have a method named list: annotations after it name the type this way
@@ -75,16 +76,24 @@ class MemoryStore(Protocol):
         scarcity caps), so two services or processes on one store cannot both pass a cap."""
         ...
 
-    def list(self, *, archived: bool | None = False, pinned: bool | None = None, type: str | None = None,
-             limit: int | None = None) -> list[Memory]: ...
+    def list(
+        self,
+        *,
+        archived: bool | None = False,
+        pinned: bool | None = None,
+        type: str | None = None,
+        limit: int | None = None,
+    ) -> list[Memory]: ...
 
     def count(self, *, pinned: bool | None = None, min_importance: int | None = None) -> int: ...
 
-    def least_active(self, *, pinned: bool | None = None, min_importance: int | None = None,
-                     exclude_commitments: bool = True) -> Memory | None: ...
+    def least_active(
+        self, *, pinned: bool | None = None, min_importance: int | None = None, exclude_commitments: bool = True
+    ) -> Memory | None: ...
 
-    def on_month_days(self, month_days: builtins.list[str], *,
-                      created_before: str | None = None) -> builtins.list[Memory]: ...
+    def on_month_days(
+        self, month_days: builtins.list[str], *, created_before: str | None = None
+    ) -> builtins.list[Memory]: ...
 
     def on_dates(self, dates: builtins.list[str]) -> builtins.list[Memory]: ...
 

@@ -3,6 +3,7 @@
 Not a censor of style: it stops the high-risk write patterns. Manual holds pass with warnings (the person
 asked for it); automatic ones are held to the rules. Every decision is logged by the caller.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,12 +20,18 @@ UNCONFIRMED_IMPORTANCE = 4  # an unverified fact may be kept, but never ranked l
 # Red-line subjects: facts about family, body, work, dates are never stored as confirmed
 # without the person's own words.
 RED_LINE = {
-    "日期": re.compile(r"\d{1,2}\s*月\s*\d{1,2}\s*[日号]|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|"
-                     r"(周|星期|礼拜)[一二三四五六日天]|生日|纪念日"),
-    "身体": re.compile(r"病|发烧|感冒|咳嗽|疼|痛|医院|医生|复诊|吃药|药物|过敏|手术|"
-                     r"失眠|抑郁|焦虑症|怀孕|体检|身体|体重"),
-    "家庭": re.compile(r"妈妈|爸爸|母亲|父亲|爸妈|父母|老公|老婆|丈夫|妻子|孩子|儿子|女儿|"
-                     r"哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外婆|外公|家人|亲戚"),
+    "日期": re.compile(
+        r"\d{1,2}\s*月\s*\d{1,2}\s*[日号]|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|"
+        r"(周|星期|礼拜)[一二三四五六日天]|生日|纪念日"
+    ),
+    "身体": re.compile(
+        r"病|发烧|感冒|咳嗽|疼|痛|医院|医生|复诊|吃药|药物|过敏|手术|"
+        r"失眠|抑郁|焦虑症|怀孕|体检|身体|体重"
+    ),
+    "家庭": re.compile(
+        r"妈妈|爸爸|母亲|父亲|爸妈|父母|老公|老婆|丈夫|妻子|孩子|儿子|女儿|"
+        r"哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外婆|外公|家人|亲戚"
+    ),
     "工作": re.compile(r"工作|公司|老板|上司|同事|上班|辞职|离职|加班|工资|面试|升职|裁员"),
     "他人": re.compile(r"(他|她)叫|名字是|朋友|闺蜜|室友|前任|男朋友|女朋友|对象"),
 }
@@ -59,8 +66,9 @@ def _overlap(a: list[str], b: list[str]) -> float:
     return len(sa & sb) / max(1, min(len(sa), len(sb))) if sa and sb else 0.0
 
 
-def judge(candidate: Memory, *, source: str, auto_today: int, auto_daily: int, pinned: list[Memory],
-          similar: list[Memory]) -> GateDecision:
+def judge(
+    candidate: Memory, *, source: str, auto_today: int, auto_daily: int, pinned: list[Memory], similar: list[Memory]
+) -> GateDecision:
     """Decide for one candidate. `auto_today` is today's count of stored automatic writes; `pinned` the
     pinned memories; `similar` existing memories that share its keywords."""
     auto = source != "manual"
@@ -88,8 +96,9 @@ def judge(candidate: Memory, *, source: str, auto_today: int, auto_daily: int, p
     said = terms(_THE_PERSON.sub("", text))
     for old in similar:
         # close words are not enough: another date, number, name or person is another memory
-        if (_overlap(said, terms(_THE_PERSON.sub("", old.content))) >= DUPLICATE_OVERLAP
-                and facts(text) == facts(old.content)):
+        if _overlap(said, terms(_THE_PERSON.sub("", old.content))) >= DUPLICATE_OVERLAP and facts(text) == facts(
+            old.content
+        ):
             flag(f"低意外：与已有记忆 {old.id} 几乎相同", LOG_ONLY)
             break
     subjects = red_line_subjects(text)

@@ -2,6 +2,7 @@
 
 Routes are thin: parse a body into the library's request, call MemoryService, return its result.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,19 +26,24 @@ from .mcp import build_mcp
 from .ui import pages as ui
 
 
-def create_app(service: MemoryService, token: str | None = None,
-               hosts: frozenset[str] = allowed_hosts()) -> FastAPI:
+def create_app(service: MemoryService, token: str | None = None, hosts: frozenset[str] = allowed_hosts()) -> FastAPI:
     """`service` answers OMBRE_TOKEN (or, on loopback with no token, every request): the owner, who also
     sees the machine (sessions, keeper, bill, hook log). The namespaces whose tokens `ombre namespace add`
     made are answered each from its own service (`Tenants`) and see their own memories only. Every request
     must name one of `hosts`, and a browser's state-changing request must come from this service's origin."""
     tenants = Tenants(service, open_service)
-    mcp = build_mcp(service, tenants, transport_security=TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{h}:*" if ":" not in h else f"[{h}]:*" for h in hosts] + [
-            h if ":" not in h else f"[{h}]" for h in hosts],
-        allowed_origins=[f"{scheme}://{h if ':' not in h else f'[{h}]'}:*"
-                         for h in hosts for scheme in ("http", "https")]))
+    mcp = build_mcp(
+        service,
+        tenants,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[f"{h}:*" if ":" not in h else f"[{h}]:*" for h in hosts]
+            + [h if ":" not in h else f"[{h}]" for h in hosts],
+            allowed_origins=[
+                f"{scheme}://{h if ':' not in h else f'[{h}]'}:*" for h in hosts for scheme in ("http", "https")
+            ],
+        ),
+    )
     mcp_app = mcp.streamable_http_app()
 
     @contextlib.asynccontextmanager
@@ -76,9 +82,14 @@ def create_app(service: MemoryService, token: str | None = None,
         if namespace is None and request.url.path != "/health":
             if page:
                 return ui.unauthorized(request)
-            return JSONResponse({"error": "unauthorized", "message": "missing or wrong bearer token",
-                                 "hint": "send Authorization: Bearer <OMBRE_TOKEN or a namespace's token>"},
-                                status_code=401)
+            return JSONResponse(
+                {
+                    "error": "unauthorized",
+                    "message": "missing or wrong bearer token",
+                    "hint": "send Authorization: Bearer <OMBRE_TOKEN or a namespace's token>",
+                },
+                status_code=401,
+            )
         request.state.namespace = namespace or default
         request.state.owner = owner
         request.state.known = namespace is not None
@@ -100,20 +111,31 @@ def create_app(service: MemoryService, token: str | None = None,
             # recurses 2,000 levels is a crash); the API's bodies are also checked for text and numbers
             too_big = size_problem(raw)
             deep = depth_over(raw)
-            problem = too_big or (f"the body nests {deep} levels deep, over the limit of {MAX_DEPTH}" if deep
-                                  else body_problem(raw) if request.url.path.startswith("/v1/") else None)
+            problem = too_big or (
+                f"the body nests {deep} levels deep, over the limit of {MAX_DEPTH}"
+                if deep
+                else body_problem(raw)
+                if request.url.path.startswith("/v1/")
+                else None
+            )
             if problem:
-                return JSONResponse({"error": "MemoryInputError", "message": problem,
-                                     "hint": "send a JSON object of UTF-8 text and finite numbers"},
-                                    status_code=413 if too_big else 422)
+                return JSONResponse(
+                    {
+                        "error": "MemoryInputError",
+                        "message": problem,
+                        "hint": "send a JSON object of UTF-8 text and finite numbers",
+                    },
+                    status_code=413 if too_big else 422,
+                )
         return await call_next(request)
 
     # Added last, so it runs first: a request for another site's name, or a browser's state change from
     # another origin, is turned away before anything reads its token or body.
     @app.middleware("http")
     async def same_site(request: Request, call_next):
-        refused = misdirected(request.method, request.headers.get("host", ""), request.headers.get("origin"),
-                              hosts, "ombre serve")
+        refused = misdirected(
+            request.method, request.headers.get("host", ""), request.headers.get("origin"), hosts, "ombre serve"
+        )
         if refused:
             status, body = refused
             return JSONResponse(body, status_code=status)
@@ -121,8 +143,14 @@ def create_app(service: MemoryService, token: str | None = None,
 
     @app.exception_handler(PermissionError)
     async def refused(request: Request, exc: PermissionError) -> JSONResponse:
-        return JSONResponse({"error": "forbidden", "message": str(exc),
-                             "hint": "submit the dashboard's own form (it carries the form token)"}, status_code=403)
+        return JSONResponse(
+            {
+                "error": "forbidden",
+                "message": str(exc),
+                "hint": "submit the dashboard's own form (it carries the form token)",
+            },
+            status_code=403,
+        )
 
     @app.exception_handler(OmbreError)
     async def ombre_error(request: Request, exc: OmbreError) -> JSONResponse:
@@ -151,8 +179,7 @@ def create_app(service: MemoryService, token: str | None = None,
     def memory(memory_id: str, request: Request) -> JSONResponse:
         m = svc(request).store.get(memory_id)
         if m is None:
-            return JSONResponse({"error": "not_found", "message": f"no memory with id {memory_id!r}"},
-                                status_code=404)
+            return JSONResponse({"error": "not_found", "message": f"no memory with id {memory_id!r}"}, status_code=404)
         return JSONResponse(m.to_dict())
 
     @app.get("/health")
@@ -163,8 +190,9 @@ def create_app(service: MemoryService, token: str | None = None,
             return JSONResponse(service.health() | {"home": str(service.settings.ombre_home.resolve())})
         if request.state.known:
             mine = svc(request).health()
-            return JSONResponse({k: mine[k] for k in ("status", "version", "namespace", "memories", "reason")
-                                 if k in mine})
+            return JSONResponse(
+                {k: mine[k] for k in ("status", "version", "namespace", "memories", "reason") if k in mine}
+            )
         return JSONResponse({"status": service.health().get("status")})
 
     app.include_router(ui.router(tenants, form_token))
@@ -176,5 +204,7 @@ def check_bind(host: str, token: str | None) -> None:
     from ..errors import UsageError
 
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        raise UsageError(f"refusing to listen on {host} without a bearer token",
-                         hint="set OMBRE_TOKEN (or --token), or bind to 127.0.0.1")
+        raise UsageError(
+            f"refusing to listen on {host} without a bearer token",
+            hint="set OMBRE_TOKEN (or --token), or bind to 127.0.0.1",
+        )

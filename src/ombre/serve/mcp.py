@@ -6,6 +6,7 @@ answers, so a companion's processes share one service and its loaded models; onl
 does the stdio process open the store itself. Either way the tools, and so Claude Code's cached prefix, are
 the same.
 """
+
 from __future__ import annotations
 
 import sys
@@ -65,8 +66,9 @@ class Relay:
     """Tool calls answered by the running service's MCP endpoint (`url`, with its bearer token); when that does
     not answer, by a service this process opens on first need (`open_local`) and keeps."""
 
-    def __init__(self, url: str, token: str | None, open_local: Callable[[], MemoryService],
-                 timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, token: str | None, open_local: Callable[[], MemoryService], timeout: float = 30.0
+    ) -> None:
         self.url, self.token, self.timeout = url, token, timeout
         self._open_local = open_local
         self._local: MemoryService | None = None
@@ -111,8 +113,14 @@ def _hold(service: MemoryService, args: dict[str, Any]) -> HoldOut:
         r = service.hold(HoldRequest(**{**args, "tags": _tags(args.get("tags"))}))
     except OmbreError as exc:
         return HoldOut(stored=False, decision="error", error=f"{exc.message} {exc.hint}".strip())
-    return HoldOut(stored=r.stored, id=r.id, status=r.status, decision=r.decision, reasons=r.reasons,
-                   warnings=r.warnings + r.scarcity)
+    return HoldOut(
+        stored=r.stored,
+        id=r.id,
+        status=r.status,
+        decision=r.decision,
+        reasons=r.reasons,
+        warnings=r.warnings + r.scarcity,
+    )
 
 
 def _breath(service: MemoryService, args: dict[str, Any]) -> BreathOut:
@@ -120,16 +128,21 @@ def _breath(service: MemoryService, args: dict[str, Any]) -> BreathOut:
         r = service.breath(BreathRequest(**args))
     except OmbreError as exc:
         return BreathOut(text="", error=f"{exc.message} {exc.hint}".strip())
-    return BreathOut(text=r.render(), cards=[_card(c) for c in r.cards], pinned=[_card(c) for c in r.pinned],
-                     degraded=r.degraded)
+    return BreathOut(
+        text=r.render(), cards=[_card(c) for c in r.cards], pinned=[_card(c) for c in r.pinned], degraded=r.degraded
+    )
 
 
-def build_mcp(service: MemoryService | None = None, tenants=None, relay: Relay | None = None,
-              **settings: Any) -> FastMCP:
+def build_mcp(
+    service: MemoryService | None = None, tenants=None, relay: Relay | None = None, **settings: Any
+) -> FastMCP:
     """Answered from `service`, or (over stdio) through `relay`. `tenants` (over HTTP): each call answered
     from the namespace its request's token belongs to."""
-    server = FastMCP("ombre", instructions="Ombre 记忆：hold 记下对方亲口说的事（没有原话就是未确认），"
-                                           "breath 在需要时回想。不要脑补。", **settings)
+    server = FastMCP(
+        "ombre",
+        instructions="Ombre 记忆：hold 记下对方亲口说的事（没有原话就是未确认），breath 在需要时回想。不要脑补。",
+        **settings,
+    )
 
     def pick(ctx: Context | None) -> MemoryService:
         if relay is not None:
@@ -148,26 +161,64 @@ def build_mcp(service: MemoryService | None = None, tenants=None, relay: Relay |
         return await anyio.to_thread.run_sync(local, pick(ctx), args)
 
     @server.tool()
-    async def hold(content: str, tags: list[str] | str | None = None, importance: int = 5, pinned: bool = False,
-                   valence: float = 0.5, arousal: float = 0.3, type: str = "事件", title: str = "", domain: str = "",
-                   quote: str | None = None, from_session: str | None = None, event_date: str | None = None,
-                   ctx: Context | None = None) -> HoldOut:
+    async def hold(
+        content: str,
+        tags: list[str] | str | None = None,
+        importance: int = 5,
+        pinned: bool = False,
+        valence: float = 0.5,
+        arousal: float = 0.3,
+        type: str = "事件",
+        title: str = "",
+        domain: str = "",
+        quote: str | None = None,
+        from_session: str | None = None,
+        event_date: str | None = None,
+        ctx: Context | None = None,
+    ) -> HoldOut:
         """记下一件值得长期记住的事。quote 填对方的原话（≤2 句）；没有原话就留空，这条会记为「未确认」。
         承诺/约定用 type="承诺"；pinned 只给红线和核心承诺。"""
-        args = dict(content=content, tags=tags, importance=importance, pinned=pinned, valence=valence,
-                    arousal=arousal, type=type, title=title, domain=domain, quote=quote, from_session=from_session,
-                    event_date=event_date)
+        args = dict(
+            content=content,
+            tags=tags,
+            importance=importance,
+            pinned=pinned,
+            valence=valence,
+            arousal=arousal,
+            type=type,
+            title=title,
+            domain=domain,
+            quote=quote,
+            from_session=from_session,
+            event_date=event_date,
+        )
         return await answer("hold", args, ctx, _hold, HoldOut)
 
     @server.tool()
-    async def breath(query: str = "", max_tokens: int = 1800, domain: str | None = None, valence: float | None = None,
-                     arousal: float | None = None, max_results: int = 5, is_session_start: bool = False,
-                     context: list[str] | str | None = None, ctx: Context | None = None) -> BreathOut:
+    async def breath(
+        query: str = "",
+        max_tokens: int = 1800,
+        domain: str | None = None,
+        valence: float | None = None,
+        arousal: float | None = None,
+        max_results: int = 5,
+        is_session_start: bool = False,
+        context: list[str] | str | None = None,
+        ctx: Context | None = None,
+    ) -> BreathOut:
         """回想相关记忆。换窗后第一件事：breath(is_session_start=True) 取回会话交接和置顶核心。
         query 太短（"那周三呢？"）时，把对方最近几句话放进 context（从早到晚），用来判断在说什么。
         标「未确认」的卡片不能当事实说出口。"""
-        args = dict(query=query, max_results=max_results, max_tokens=max_tokens, domain=domain, valence=valence,
-                    arousal=arousal, is_session_start=is_session_start, context=context)
+        args = dict(
+            query=query,
+            max_results=max_results,
+            max_tokens=max_tokens,
+            domain=domain,
+            valence=valence,
+            arousal=arousal,
+            is_session_start=is_session_start,
+            context=context,
+        )
         return await answer("breath", args, ctx, _breath, BreathOut)
 
     return server

@@ -1,5 +1,6 @@
 """The service's lifecycle: `ombre serve` over HTTP or stdio, and starting one for `ombre ui` when none
 answers. The CLI parses the options and calls these."""
+
 from __future__ import annotations
 
 import subprocess
@@ -42,8 +43,15 @@ def serve_stdio(settings: Settings, token: str | None) -> None:
         relay.close()
 
 
-def serve_http(settings: Settings, *, host: str, port: int, token: str | None, allow_host: tuple[str, ...],
-               on_ready: Callable[[str], None]) -> None:
+def serve_http(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_host: tuple[str, ...],
+    on_ready: Callable[[str], None],
+) -> None:
     """The HTTP API, MCP at /mcp and the dashboard, until stopped. `on_ready` gets the address once the socket
     listens; a port that cannot be bound is a UsageError."""
     check_bind(host, token)
@@ -56,8 +64,9 @@ def serve_http(settings: Settings, *, host: str, port: int, token: str | None, a
         if not settings.db:
             daily = (settings.memory_db, settings.backups_dir, settings.backups_keep)
             threading.Thread(target=backup.daily, args=daily, name="ombre-backup", daemon=True).start()
-        config = uvicorn.Config(create_app(service, token, allowed_hosts(host, allow_host)), host=host, port=port,
-                                log_level="warning")
+        config = uvicorn.Config(
+            create_app(service, token, allowed_hosts(host, allow_host)), host=host, port=port, log_level="warning"
+        )
         server = uvicorn.Server(config)
 
         def ready() -> None:  # uvicorn's own "started" line is at log level info
@@ -70,8 +79,10 @@ def serve_http(settings: Settings, *, host: str, port: int, token: str | None, a
         threading.Thread(target=ready, name="ombre-ready", daemon=True).start()
         server.run()
         if not server.started:
-            raise UsageError(f"ombre serve could not listen on {host}:{port} (is the port in use?)",
-                             hint="stop what holds the port, or pick another with --port")
+            raise UsageError(
+                f"ombre serve could not listen on {host}:{port} (is the port in use?)",
+                hint="stop what holds the port, or pick another with --port",
+            )
     finally:
         service.close()
 
@@ -87,13 +98,19 @@ def ensure_running(settings: Settings, wait_s: float = 90) -> Path | None:
     logs = settings.ombre_home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with open(logs / "serve.log", "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "ombre.cli", "serve", "--host", where.hostname,
-                          "--port", str(where.port or 8765)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                         start_new_session=True)
+        subprocess.Popen(
+            [sys.executable, "-m", "ombre.cli", "serve", "--host", where.hostname, "--port", str(where.port or 8765)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + wait_s
     while health(settings.memory_url, timeout=2) is None:
         if time.monotonic() > deadline:
-            raise UsageError(f"ombre serve did not answer at {settings.memory_url} within {wait_s:.0f} s",
-                             hint=f"read {logs / 'serve.log'}")
+            raise UsageError(
+                f"ombre serve did not answer at {settings.memory_url} within {wait_s:.0f} s",
+                hint=f"read {logs / 'serve.log'}",
+            )
         time.sleep(0.3)
     return logs / "serve.log"

@@ -9,6 +9,7 @@ Costs are list prices per million tokens; a cache write costs 1.25× input (5 mi
 read 0.1×. After a swap the first turn writes the cache once and the next ones read it: the per-request
 series and the swaps from the run log show that on one timeline.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -25,10 +26,18 @@ from ..wire import loads
 
 # (model name prefix, input $/MTok, output $/MTok), first match wins; list prices
 PRICES: tuple[tuple[str, float, float], ...] = (
-    ("claude-opus-4-5", 5.0, 25.0), ("claude-opus-4-6", 5.0, 25.0), ("claude-opus-4", 15.0, 75.0),
-    ("claude-sonnet", 3.0, 15.0), ("claude-3-7-sonnet", 3.0, 15.0), ("claude-3-5-sonnet", 3.0, 15.0),
-    ("claude-haiku-4", 1.0, 5.0), ("claude-3-5-haiku", 0.8, 4.0), ("claude-3-haiku", 0.25, 1.25),
-    ("opus", 5.0, 25.0), ("sonnet", 3.0, 15.0), ("haiku", 1.0, 5.0),
+    ("claude-opus-4-5", 5.0, 25.0),
+    ("claude-opus-4-6", 5.0, 25.0),
+    ("claude-opus-4", 15.0, 75.0),
+    ("claude-sonnet", 3.0, 15.0),
+    ("claude-3-7-sonnet", 3.0, 15.0),
+    ("claude-3-5-sonnet", 3.0, 15.0),
+    ("claude-haiku-4", 1.0, 5.0),
+    ("claude-3-5-haiku", 0.8, 4.0),
+    ("claude-3-haiku", 0.25, 1.25),
+    ("opus", 5.0, 25.0),
+    ("sonnet", 3.0, 15.0),
+    ("haiku", 1.0, 5.0),
 )
 FALLBACK = ("(unknown: priced as Sonnet)", 3.0, 15.0)
 WRITE_5M, WRITE_1H, READ = 1.25, 2.0, 0.1
@@ -45,6 +54,7 @@ def price(model: str) -> tuple[str, float, float]:
 @dataclass
 class Request:
     """One API reply, as billed."""
+
     at: str  # UTC ISO
     model: str
     input: int = 0
@@ -60,8 +70,13 @@ class Request:
     @property
     def cost(self) -> float:
         _, p_in, p_out = price(self.model)
-        return (self.input * p_in + self.write_5m * p_in * WRITE_5M + self.write_1h * p_in * WRITE_1H
-                + self.cache_read * p_in * READ + self.output * p_out) / 1e6
+        return (
+            self.input * p_in
+            + self.write_5m * p_in * WRITE_5M
+            + self.write_1h * p_in * WRITE_1H
+            + self.cache_read * p_in * READ
+            + self.output * p_out
+        ) / 1e6
 
 
 @dataclass
@@ -93,8 +108,12 @@ class Day:
         self.cost += r.cost
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "hit_ratio": self.hit_ratio, "cost": round(self.cost, 6),
-                "background_cost": round(self.background_cost, 6)}
+        return {
+            **asdict(self),
+            "hit_ratio": self.hit_ratio,
+            "cost": round(self.cost, 6),
+            "background_cost": round(self.background_cost, 6),
+        }
 
 
 @dataclass
@@ -107,8 +126,13 @@ class Bill:
     swaps: list[dict]  # the run log's successful swaps in the range (at, mode, new_sid), for the timeline
 
     def to_dict(self) -> dict:
-        return {"days": [d.to_dict() for d in self.days], "total": self.total.to_dict(), "models": self.models,
-                "files": self.files, "requests": len(self.requests)}
+        return {
+            "days": [d.to_dict() for d in self.days],
+            "total": self.total.to_dict(),
+            "models": self.models,
+            "files": self.files,
+            "requests": len(self.requests),
+        }
 
 
 def _int(value: object) -> int:
@@ -127,13 +151,20 @@ def _request(line: dict) -> tuple[str, Request] | None:
     split = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
     write_1h = min(creation, _int(split.get("ephemeral_1h_input_tokens")))
     key = str(message.get("id") or line.get("requestId") or line.get("uuid") or "")
-    return key, Request(str(line.get("timestamp") or ""), model, _int(usage.get("input_tokens")),
-                        creation - write_1h, write_1h, _int(usage.get("cache_read_input_tokens")),
-                        _int(usage.get("output_tokens")))
+    return key, Request(
+        str(line.get("timestamp") or ""),
+        model,
+        _int(usage.get("input_tokens")),
+        creation - write_1h,
+        write_1h,
+        _int(usage.get("cache_read_input_tokens")),
+        _int(usage.get("output_tokens")),
+    )
 
 
-def requests(projects_dir: Path, written: Collection[str] = frozenset(),
-             since: float | None = None) -> tuple[list[Request], int]:
+def requests(
+    projects_dir: Path, written: Collection[str] = frozenset(), since: float | None = None
+) -> tuple[list[Request], int]:
     """Every billed reply under the projects folder, once each, oldest first; and how many files were read.
 
     `written` are the session ids Ombre wrote (forge, diet): their copies of earlier replies carry usage reset
@@ -205,8 +236,7 @@ def compute(settings: Settings, days: int | None = None, now: dt.datetime | None
     # a day's margin before the window: a clock that was off when a file was written
     since = (dt.datetime.combine(first_day, dt.time(), zone) - dt.timedelta(days=1)).timestamp() if first_day else None
     runs = jsonl_log.read(settings.history_log, limit=100_000)
-    all_requests, files = requests(settings.projects_dir, {str(e["new_sid"]) for e in runs if e.get("new_sid")},
-                                   since)
+    all_requests, files = requests(settings.projects_dir, {str(e["new_sid"]) for e in runs if e.get("new_sid")}, since)
     by_day: dict[str, Day] = {}
 
     def day(d: str) -> Day:
@@ -241,8 +271,17 @@ def compute(settings: Settings, days: int | None = None, now: dt.datetime | None
     ordered = [by_day[d] for d in sorted(by_day)]
     total = Day("total")
     for d in ordered:
-        for name in ("requests", "input", "cache_creation", "cache_read", "output", "cost", "background_calls",
-                     "background_tokens", "background_cost"):
+        for name in (
+            "requests",
+            "input",
+            "cache_creation",
+            "cache_read",
+            "output",
+            "cost",
+            "background_calls",
+            "background_tokens",
+            "background_cost",
+        ):
             setattr(total, name, getattr(total, name) + getattr(d, name))
         total.swaps += [f"{d.day} {s}" for s in d.swaps]
     models = {r.model: price(r.model)[0] for r in kept}

@@ -14,6 +14,7 @@ file's size. From those records:
 The user/assistant lines of that chain are the *events*; their position is `idx`. Every command that shows
 or takes an idx uses this one list.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -232,8 +233,16 @@ def _entry_for(lineno: int, offset: int, obj: dict) -> Entry | None:
     parent = obj.get("parentUuid")
     ts = obj.get("timestamp")
     # Interned, a parent id is the same object as the uuid of the line before: one copy, not two.
-    entry = Entry(lineno, offset, kind, sys.intern(uuid), sys.intern(parent) if isinstance(parent, str) else None,
-                  ts if isinstance(ts, str) else None, bool(obj.get("isSidechain")), obj.get("subtype"))
+    entry = Entry(
+        lineno,
+        offset,
+        kind,
+        sys.intern(uuid),
+        sys.intern(parent) if isinstance(parent, str) else None,
+        ts if isinstance(ts, str) else None,
+        bool(obj.get("isSidechain")),
+        obj.get("subtype"),
+    )
     if kind in MESSAGE_TYPES:
         message = obj.get("message")
         _identify(entry, obj, message if isinstance(message, dict) else {})
@@ -247,8 +256,9 @@ def _entry_for(lineno: int, offset: int, obj: dict) -> Entry | None:
         entry.logical_parent = obj.get("logicalParentUuid")
         if entry.subtype == "compact_boundary":
             seg = (obj.get("compactMetadata") or {}).get("preservedSegment")
-            if isinstance(seg, dict) and all(isinstance(seg.get(k), str) for k in ("headUuid", "anchorUuid",
-                                                                                  "tailUuid")):
+            if isinstance(seg, dict) and all(
+                isinstance(seg.get(k), str) for k in ("headUuid", "anchorUuid", "tailUuid")
+            ):
                 entry.preserved = (seg["headUuid"], seg["anchorUuid"], seg["tailUuid"])
         elif entry.subtype == "local_command":
             entry.tokens = estimate_text(str(obj.get("content", "")))
@@ -344,15 +354,27 @@ def scan(path: Path, rewrite: Rewrite | None = None) -> Transcript:
                     if entry.type in MESSAGE_TYPES and not isinstance(obj.get("message"), dict):
                         # kept on the chain (its links hold the history together) but marked: no operation
                         # may carry a line Claude Code cannot read
-                        bad.append(BadLine(lineno, start, f"its `message` is {type(obj.get('message')).__name__}, "
-                                                          "not an object"))
+                        bad.append(
+                            BadLine(
+                                lineno, start, f"its `message` is {type(obj.get('message')).__name__}, not an object"
+                            )
+                        )
     finally:
         if gc_was_on:
             gc.enable()
     chain, boundary, leaf = build_chain(entries)
     _number_events(chain)
-    return Transcript(path=path, fingerprint=before, entries=entries, bad_lines=bad, chain=chain,
-                      boundary=boundary, leaf=leaf, lines_total=lines_total, rewrite=rewrite)
+    return Transcript(
+        path=path,
+        fingerprint=before,
+        entries=entries,
+        bad_lines=bad,
+        chain=chain,
+        boundary=boundary,
+        leaf=leaf,
+        lines_total=lines_total,
+        rewrite=rewrite,
+    )
 
 
 CHAIN_TYPES = ("user", "assistant", "attachment", "system")  # what Claude Code loads as messages
@@ -371,8 +393,11 @@ def _number_events(chain: list[Entry]) -> None:
             e.tokens = 0
 
 
-def choose_leaf(entries: list[Entry], parent_of: Callable[[Entry], str | None] | None = None,
-                by_uuid: dict[str, Entry] | None = None) -> Entry | None:
+def choose_leaf(
+    entries: list[Entry],
+    parent_of: Callable[[Entry], str | None] | None = None,
+    by_uuid: dict[str, Entry] | None = None,
+) -> Entry | None:
     """The message `--resume` continues from (Claude Code 2.1.112, checked against its loader).
 
     The last non-sidechain message line in file order, or its nearest user/assistant ancestor: trailing
@@ -415,8 +440,9 @@ def _progress_parents(entries: list[Entry]) -> dict[str, str | None]:
     return bridge
 
 
-def _preserved_relinks(boundary: Entry | None, by_uuid: dict[str, Entry],
-                       children: dict[str, list[Entry]]) -> dict[str, str]:
+def _preserved_relinks(
+    boundary: Entry | None, by_uuid: dict[str, Entry], children: dict[str, list[Entry]]
+) -> dict[str, str]:
     """Parent overrides for a compaction that kept a raw segment (compactMetadata.preservedSegment)."""
     seg = boundary.preserved if boundary else None
     if not seg:
@@ -490,8 +516,9 @@ def _timestamp_fallback(entries: list[Entry], child: Entry, seen: set[str]) -> E
     return best
 
 
-def _restore_parallel_tool_calls(chain: list[Entry], entries: list[Entry],
-                                 parent_of: Callable[[Entry], str | None]) -> list[Entry]:
+def _restore_parallel_tool_calls(
+    chain: list[Entry], entries: list[Entry], parent_of: Callable[[Entry], str | None]
+) -> list[Entry]:
     """Put back the pieces of one API response that the parent walk skipped.
 
     Since 2.1 each tool_result line is parented on the line of its own tool_use, so with parallel calls
@@ -527,7 +554,8 @@ def _restore_parallel_tool_calls(chain: list[Entry], entries: list[Entry],
         mid = e.msg_id if e.type == "assistant" else None
         if mid and last_pos.get(mid) == i:
             for extra in sorted(siblings.get(mid, []), key=lambda x: x.timestamp or "") + sorted(
-                    results.get(mid, []), key=lambda x: x.timestamp or ""):
+                results.get(mid, []), key=lambda x: x.timestamp or ""
+            ):
                 if extra.uuid not in placed:
                     placed.add(extra.uuid)
                     out.append(extra)

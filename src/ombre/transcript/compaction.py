@@ -6,16 +6,23 @@ sections, one of them "All user messages" (every message the person typed, quote
 Request and Intent"; a summary written in Chinese names them in Chinese. This module finds the person's
 words there, so the handoff pack and the anchors can show them, each marked as taken from the summary.
 """
+
 from __future__ import annotations
 
 import re
 
 # Section headings, in the order they are trusted: the person's own messages quoted, then what they asked.
-_MESSAGES = re.compile(r"(all|every)\s+(of\s+the\s+)?user('s)?\s+messages|^user\s+messages|"
-                       r"用户(的)?(所有)?(消息|原话|发言)|"
-                       r"对方(说的话|的话|的消息|原话)|所有用户", re.I)
-_REQUEST = re.compile(r"primary\s+request|request\s+and\s+intent|user('s)?\s+(request|intent)|主要(请求|诉求|需求)|"
-                      r"用户(的)?(请求|意图|需求)|对方(的)?(请求|需求)", re.I)
+_MESSAGES = re.compile(
+    r"(all|every)\s+(of\s+the\s+)?user('s)?\s+messages|^user\s+messages|"
+    r"用户(的)?(所有)?(消息|原话|发言)|"
+    r"对方(说的话|的话|的消息|原话)|所有用户",
+    re.I,
+)
+_REQUEST = re.compile(
+    r"primary\s+request|request\s+and\s+intent|user('s)?\s+(request|intent)|主要(请求|诉求|需求)|"
+    r"用户(的)?(请求|意图|需求)|对方(的)?(请求|需求)",
+    re.I,
+)
 # A heading is a line of its own: "6. All user messages:", "## 用户消息", "**Pending Tasks**:", "一、主要请求：".
 # A numbered line with text after its colon ("1. **User's request**: "…"") is a list item, not a heading.
 _HEADINGS = (
@@ -28,8 +35,11 @@ _ITEM = re.compile(r"^\s*(?:[-*•·]|\d{1,3}[.)、])\s+(?P<text>.+?)\s*$")
 _QUOTED = re.compile(r'^["“「『\'](?P<q>.+?)["”」』\'](?=\s|$|[（(,，;；:：—-])')
 MAX_QUOTES = 12
 # The summariser's own instruction, which it lists among the user's messages: not the person's words.
-_THE_REQUEST_FOR_IT = re.compile(r"^(your task is to create a detailed summary|"
-                                 r"请(详细)?总结(一下)?(目前|到目前为止)?的?对话)", re.I)
+_THE_REQUEST_FOR_IT = re.compile(
+    r"^(your task is to create a detailed summary|"
+    r"请(详细)?总结(一下)?(目前|到目前为止)?的?对话)",
+    re.I,
+)
 
 
 def is_continuation(text: str) -> bool:

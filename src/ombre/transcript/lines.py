@@ -3,6 +3,7 @@
 Kept apart from the chain (chain.py) so the per-turn hook can read a transcript's tail (tail.py) with the
 standard library and this module only.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,14 @@ from pathlib import Path
 # Text Claude Code writes into user lines on its own (command output, notices, interruptions): not the
 # person talking, and not a turn start. A slash command the person typed (<command-name>) is a turn start.
 _SYNTHETIC_PREFIXES = (
-    "<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<task-notification>",
-    "<system-reminder>", "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<task-notification>",
+    "<system-reminder>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "[Request interrupted by user",
     "Caveat: The messages below",
 )
 PREVIEW_CHARS = 80
@@ -43,8 +50,11 @@ def message_text(obj: dict) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(b["text"] for b in content
-                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+        return "\n".join(
+            b["text"]
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
     return ""
 
 
@@ -86,5 +96,6 @@ def opens_with_handoff(path: str | Path) -> bool:
     if isinstance(kinds, list):
         return "handoff" in kinds
     # written before the carry line had kinds: a handoff unless it is the marker of a cut inside a turn
-    return HANDOFF_HEADER in json.dumps(obj.get("message"), ensure_ascii=False) and "（接上文：" not in \
-        json.dumps(obj.get("message"), ensure_ascii=False)
+    return HANDOFF_HEADER in json.dumps(obj.get("message"), ensure_ascii=False) and "（接上文：" not in json.dumps(
+        obj.get("message"), ensure_ascii=False
+    )

@@ -4,6 +4,7 @@ Every line is yielded with its byte offset and raw bytes, so a writer can copy a
 A line that is not JSON is reported with its line number instead of stopping the read: Claude Code itself
 skips such lines on `--resume`, and we must be able to say where they are.
 """
+
 from __future__ import annotations
 
 import json

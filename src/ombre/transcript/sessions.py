@@ -1,4 +1,5 @@
 """Finding a session file: by id, id prefix, path, or the newest session of a project folder."""
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,10 @@ def session_files(folder: Path) -> list[Path]:
 def newest_session(folder: Path) -> Path:
     files = session_files(folder)
     if not files:
-        raise SessionError(f"no session files in {folder}",
-                           hint="give a session id or path, or run from the project folder you chat in")
+        raise SessionError(
+            f"no session files in {folder}",
+            hint="give a session id or path, or run from the project folder you chat in",
+        )
     return max(files, key=lambda p: (p.stat().st_mtime_ns, p.name))
 
 
@@ -58,16 +61,21 @@ def find_session(ref: str | None, projects: Path, cwd: Path | None = None) -> Pa
         raise SessionError(f"no such session file: {ref}", hint="check the path")
     prefix = ref.lower()
     if not re.fullmatch(r"[0-9a-f-]{1,36}", prefix):
-        raise SessionError(f"{ref!r} is not a session id, id prefix or path",
-                           hint="list sessions with `ls ~/.claude/projects/*/`")
+        raise SessionError(
+            f"{ref!r} is not a session id, id prefix or path", hint="list sessions with `ls ~/.claude/projects/*/`"
+        )
     matches = sorted(p for p in projects.glob(f"*/{prefix}*.jsonl") if is_session_id(p.stem))
     if not matches:
-        raise SessionError(f"no session whose id starts with {ref!r} under {projects}",
-                           hint="check the id, or set CLAUDE_CONFIG_DIR to the Claude home you use")
+        raise SessionError(
+            f"no session whose id starts with {ref!r} under {projects}",
+            hint="check the id, or set CLAUDE_CONFIG_DIR to the Claude home you use",
+        )
     if len({p.stem for p in matches}) > 1 or len(matches) > 1:
         listing = "\n".join(f"  {p.stem}  ({p.parent.name})" for p in matches[:20])
-        raise SessionError(f"session prefix {ref!r} is ambiguous; it matches {len(matches)} sessions:\n{listing}",
-                           hint="give more characters of the id")
+        raise SessionError(
+            f"session prefix {ref!r} is ambiguous; it matches {len(matches)} sessions:\n{listing}",
+            hint="give more characters of the id",
+        )
     return matches[0]
 
 

@@ -5,6 +5,7 @@ TAIL_BYTES (then up to MAX_TAIL_BYTES, when tool output fills the tail), drops t
 starts mid-file and any line that does not parse (a half-written last line), and walks back over the
 person's own lines: not the assistant's, not tool results, not command echoes, not a side chain.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,7 @@ TAIL_BYTES = 64 * 1024
 MAX_TAIL_BYTES = 512 * 1024
 
 
-def person_turns(path: str | Path, limit: int = 3, max_chars: int = 200,
-                 max_bytes: int = MAX_TAIL_BYTES) -> list[str]:
+def person_turns(path: str | Path, limit: int = 3, max_chars: int = 200, max_bytes: int = MAX_TAIL_BYTES) -> list[str]:
     """Up to `limit` of the person's latest utterances in the transcript, oldest first, each cut to its last
     `max_chars` characters; [] for a file that is missing or unreadable."""
     try:

@@ -1,4 +1,5 @@
 """The context-% reading of a session: what Claude Code will believe on `--resume`."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -37,14 +38,16 @@ class UsageReport:
     def format(self) -> str:
         pct = "?" if self.used_pct is None else f"{self.used_pct:.1f}%"
         used = "no stored usage" if self.used_tokens is None else f"{self.used_tokens:,} tokens"
-        return "\n".join([
-            f"session   {self.session}",
-            f"file      {self.path} ({self.bytes:,} bytes)",
-            f"events    {self.events} on the active chain, {self.real_user_turns} real user turns",
-            f"context   {used} of {self.window:,} = {pct} (auto-compact near {self.autocompact_at:,})",
-            f"estimate  ~{self.estimated_tokens:,} tokens of messages",
-            f"last      {self.last_activity or '?'}",
-        ])
+        return "\n".join(
+            [
+                f"session   {self.session}",
+                f"file      {self.path} ({self.bytes:,} bytes)",
+                f"events    {self.events} on the active chain, {self.real_user_turns} real user turns",
+                f"context   {used} of {self.window:,} = {pct} (auto-compact near {self.autocompact_at:,})",
+                f"estimate  ~{self.estimated_tokens:,} tokens of messages",
+                f"last      {self.last_activity or '?'}",
+            ]
+        )
 
 
 def read_usage(path: Path, default_window: int = 200_000) -> UsageReport:
@@ -53,9 +56,15 @@ def read_usage(path: Path, default_window: int = 200_000) -> UsageReport:
         used = t.last_usage
         window = t.window(default_window)
         return UsageReport(
-            session=t.session_id, path=str(t.path), bytes=t.fingerprint.size, events=len(events),
-            real_user_turns=sum(1 for e in events if e.real_user), used_tokens=used,
-            estimated_tokens=sum(e.size for e in events), window=window, used_pct=context_pct(used, window),
+            session=t.session_id,
+            path=str(t.path),
+            bytes=t.fingerprint.size,
+            events=len(events),
+            real_user_turns=sum(1 for e in events if e.real_user),
+            used_tokens=used,
+            estimated_tokens=sum(e.size for e in events),
+            window=window,
+            used_pct=context_pct(used, window),
             autocompact_at=window - AUTOCOMPACT_MARGIN,
             last_activity=events[-1].timestamp if events else None,
         )

@@ -3,6 +3,7 @@
 The verify step runs before the file has its final name, so nothing (a bridge, Claude Code's `--resume`)
 can ever see a half-written or invalid session.
 """
+
 from __future__ import annotations
 
 import json

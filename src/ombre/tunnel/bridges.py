@@ -11,6 +11,7 @@ Three adapters behind one small interface:
 Set `reset_on_idle_mins = 0` in cc-connect's config: its default (30) starts a fresh session after half an
 hour of quiet, which no re-binding can undo.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -51,11 +52,15 @@ def check_target(sid: str, project_dir: Path) -> Path:
     """The session file a binding would point at; refuse one that is not there (a bridge would start fresh)."""
     path = project_dir / f"{sid}.jsonl"
     if not project_dir.is_dir():
-        raise BridgeError(f"the project folder {project_dir} does not exist", hint="check the session and "
-                          "CLAUDE_CONFIG_DIR; nothing was re-bound")
+        raise BridgeError(
+            f"the project folder {project_dir} does not exist",
+            hint="check the session and CLAUDE_CONFIG_DIR; nothing was re-bound",
+        )
     if not path.is_file() or path.stat().st_size == 0:
-        raise BridgeError(f"no session file {path.name} in {project_dir}: binding to it would start a fresh "
-                          "session", hint="forge or diet first, or give the id of a session that exists")
+        raise BridgeError(
+            f"no session file {path.name} in {project_dir}: binding to it would start a fresh session",
+            hint="forge or diet first, or give the id of a session that exists",
+        )
     return path
 
 
@@ -68,8 +73,10 @@ def run_command(command: str | None, what: str, **fmt: str) -> str:
     except subprocess.TimeoutExpired:
         raise BridgeError(f"the bridge {what} command did not finish in {COMMAND_TIMEOUT_S} s: {line}") from None
     if proc.returncode != 0:
-        raise BridgeError(f"the bridge {what} command failed ({proc.returncode}): {line}",
-                          hint=(proc.stderr or proc.stdout).strip()[-300:])
+        raise BridgeError(
+            f"the bridge {what} command failed ({proc.returncode}): {line}",
+            hint=(proc.stderr or proc.stdout).strip()[-300:],
+        )
     return proc.stdout
 
 
@@ -114,13 +121,17 @@ class CcConnectBridge(_StopStart):
         path = check_target(sid, project_dir)
         work_dir = self.work_dir or recorded_cwd(path)
         if work_dir is None:
-            raise BridgeError(f"cannot tell cc-connect's work dir: {path.name} records none",
-                              hint="set OMBRE_BRIDGE_WORK_DIR to the project's work_dir; nothing was re-bound")
+            raise BridgeError(
+                f"cannot tell cc-connect's work dir: {path.name} records none",
+                hint="set OMBRE_BRIDGE_WORK_DIR to the project's work_dir; nothing was re-bound",
+            )
         tag = self.session_file.name.removesuffix(".json").removesuffix(".sessions").rpartition("_")[2]
         if len(tag) == 8 and all(c in "0123456789abcdef" for c in tag) and cc_connect.work_dir_hash(work_dir) != tag:
-            raise BridgeError(f"{self.session_file.name} belongs to another work dir than {work_dir}: cc-connect "
-                              "would not resume this session for that project",
-                              hint="check OMBRE_BRIDGE_WORK_DIR / OMBRE_BRIDGE_FILE; nothing was re-bound")
+            raise BridgeError(
+                f"{self.session_file.name} belongs to another work dir than {work_dir}: cc-connect "
+                "would not resume this session for that project",
+                hint="check OMBRE_BRIDGE_WORK_DIR / OMBRE_BRIDGE_FILE; nothing was re-bound",
+            )
         cc_connect.check_visible(self.home, work_dir, sid, path)
         return path
 
@@ -128,15 +139,21 @@ class CcConnectBridge(_StopStart):
         try:
             data = loads(self.session_file.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise BridgeError(f"no cc-connect session file at {self.session_file}",
-                              hint="send the bot one message first (cc-connect writes it then), or check "
-                                   "OMBRE_BRIDGE_WORK_DIR / OMBRE_BRIDGE_FILE") from None
+            raise BridgeError(
+                f"no cc-connect session file at {self.session_file}",
+                hint="send the bot one message first (cc-connect writes it then), or check "
+                "OMBRE_BRIDGE_WORK_DIR / OMBRE_BRIDGE_FILE",
+            ) from None
         except (OSError, ValueError) as exc:
-            raise BridgeError(f"the cc-connect session file {self.session_file} cannot be read: {exc}",
-                              hint="it is left as it is; fix or restore it (cc-connect keeps no backup)") from None
+            raise BridgeError(
+                f"the cc-connect session file {self.session_file} cannot be read: {exc}",
+                hint="it is left as it is; fix or restore it (cc-connect keeps no backup)",
+            ) from None
         if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
-            raise BridgeError(f"{self.session_file} does not look like a cc-connect session file (no sessions)",
-                              hint="check OMBRE_BRIDGE_FILE; nothing was changed")
+            raise BridgeError(
+                f"{self.session_file} does not look like a cc-connect session file (no sessions)",
+                hint="check OMBRE_BRIDGE_FILE; nothing was changed",
+            )
         return data
 
     def _active(self, data: dict) -> dict:
@@ -144,8 +161,9 @@ class CcConnectBridge(_StopStart):
         if self.key:
             chosen = active.get(self.key)
             if chosen is None:
-                raise BridgeError(f"cc-connect has no active session for {self.key}",
-                                  hint=f"known: {', '.join(active) or 'none'}")
+                raise BridgeError(
+                    f"cc-connect has no active session for {self.key}", hint=f"known: {', '.join(active) or 'none'}"
+                )
         else:
             ids = [i for i in active.values() if i in data["sessions"]]
             if not ids:
@@ -219,16 +237,23 @@ def from_settings(settings: Settings) -> Bridge | None:
     if kind == "cc-connect":
         where = cc_connect.locate(settings)
         if not (settings.bridge_stop and settings.bridge_start):
-            raise UsageError("OMBRE_BRIDGE=cc-connect needs OMBRE_BRIDGE_STOP and OMBRE_BRIDGE_START",
-                             hint="cc-connect overwrites its session file while it runs, so it must be stopped "
-                                  "for the edit (e.g. systemctl --user stop cc-connect)")
-        return CcConnectBridge(where.session_file, settings.bridge_stop, settings.bridge_start, settings.bridge_key,
-                               where.work_dir, settings.user_home or Path.home())
+            raise UsageError(
+                "OMBRE_BRIDGE=cc-connect needs OMBRE_BRIDGE_STOP and OMBRE_BRIDGE_START",
+                hint="cc-connect overwrites its session file while it runs, so it must be stopped "
+                "for the edit (e.g. systemctl --user stop cc-connect)",
+            )
+        return CcConnectBridge(
+            where.session_file,
+            settings.bridge_stop,
+            settings.bridge_start,
+            settings.bridge_key,
+            where.work_dir,
+            settings.user_home or Path.home(),
+        )
     if kind == "command":
         if not settings.bridge_bind:
             raise UsageError("OMBRE_BRIDGE=command needs OMBRE_BRIDGE_BIND (a command with {sid} in it)")
-        return CommandBridge(settings.bridge_bind, settings.bridge_stop, settings.bridge_start,
-                             settings.bridge_status)
+        return CommandBridge(settings.bridge_bind, settings.bridge_stop, settings.bridge_start, settings.bridge_status)
     if kind == "file":
         if not settings.bridge_file:
             raise UsageError("OMBRE_BRIDGE=file needs OMBRE_BRIDGE_FILE (the file that holds the session id)")

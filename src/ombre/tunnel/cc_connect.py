@@ -11,6 +11,7 @@ Three facts decide whether a re-bind resumes the forged session or silently star
   work behind its back (`[projects.auto_compress]` sends /compact, `reset_on_idle_mins` starts fresh).
 These are read here exactly as cc-connect computes them, so a mismatch is refused before a re-bind.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,12 +47,16 @@ class Config:
             for p in self.projects:
                 if p.name == name:
                     return p
-            raise UsageError(f"cc-connect's config {self.path} has no project {name!r}",
-                             hint=f"projects there: {', '.join(p.name for p in self.projects) or 'none'}")
+            raise UsageError(
+                f"cc-connect's config {self.path} has no project {name!r}",
+                hint=f"projects there: {', '.join(p.name for p in self.projects) or 'none'}",
+            )
         claude = [p for p in self.projects if p.agent in ("claudecode", "")]
         if len(claude) != 1:
-            raise UsageError(f"cc-connect's config {self.path} has {len(claude)} Claude Code projects",
-                             hint="name the one to re-bind with OMBRE_BRIDGE_PROJECT")
+            raise UsageError(
+                f"cc-connect's config {self.path} has {len(claude)} Claude Code projects",
+                hint="name the one to re-bind with OMBRE_BRIDGE_PROJECT",
+            )
         return claude[0]
 
 
@@ -62,18 +67,25 @@ def read_config(path: Path, home: Path) -> Config | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"cannot read cc-connect's config {path}: {exc}",
-                         hint="fix it, or point OMBRE_CC_CONNECT_CONFIG at the one cc-connect uses") from None
+        raise UsageError(
+            f"cannot read cc-connect's config {path}: {exc}",
+            hint="fix it, or point OMBRE_CC_CONNECT_CONFIG at the one cc-connect uses",
+        ) from None
     data_dir = Path(raw.get("data_dir") or home / DEFAULT_DATA_DIR).expanduser()
     projects = []
     for p in raw.get("projects") or []:
         agent = p.get("agent") or {}
         work_dir = (agent.get("options") or {}).get("work_dir")
         idle = p.get("reset_on_idle_mins")
-        projects.append(Project(
-            name=str(p.get("name", "")), work_dir=Path(work_dir).expanduser() if work_dir else None,
-            agent=str(agent.get("type", "")), auto_compress=bool((p.get("auto_compress") or {}).get("enabled")),
-            reset_on_idle_mins=idle if isinstance(idle, int) else 0))
+        projects.append(
+            Project(
+                name=str(p.get("name", "")),
+                work_dir=Path(work_dir).expanduser() if work_dir else None,
+                agent=str(agent.get("type", "")),
+                auto_compress=bool((p.get("auto_compress") or {}).get("enabled")),
+                reset_on_idle_mins=idle if isinstance(idle, int) else 0,
+            )
+        )
     return Config(path, data_dir, tuple(projects))
 
 
@@ -93,15 +105,24 @@ def session_store_path(data_dir: Path, project: str, work_dir: Path | None) -> P
 def find_session_file(data_dir: Path, work_dir: Path) -> Path:
     """The session file of whichever project runs in `work_dir`, found by its name's hash alone."""
     tag = work_dir_hash(work_dir)
-    found = sorted({*data_dir.glob(f"sessions/*_{tag}.json"), *data_dir.glob(f"*_{tag}.json"),
-                    *data_dir.glob(f"*_{tag}.sessions.json")})
+    found = sorted(
+        {
+            *data_dir.glob(f"sessions/*_{tag}.json"),
+            *data_dir.glob(f"*_{tag}.json"),
+            *data_dir.glob(f"*_{tag}.sessions.json"),
+        }
+    )
     if len(found) == 1:
         return found[0]
     if not found:
-        raise BridgeError(f"no cc-connect session file for the work dir {work_dir} under {data_dir}",
-                          hint="send the bot one message first, or set OMBRE_BRIDGE_FILE to the file")
-    raise BridgeError(f"{len(found)} cc-connect session files for the work dir {work_dir}: "
-                      + ", ".join(p.name for p in found), hint="name the project with OMBRE_BRIDGE_PROJECT")
+        raise BridgeError(
+            f"no cc-connect session file for the work dir {work_dir} under {data_dir}",
+            hint="send the bot one message first, or set OMBRE_BRIDGE_FILE to the file",
+        )
+    raise BridgeError(
+        f"{len(found)} cc-connect session files for the work dir {work_dir}: " + ", ".join(p.name for p in found),
+        hint="name the project with OMBRE_BRIDGE_PROJECT",
+    )
 
 
 def encode_project_key(abs_path: str) -> str:
@@ -114,10 +135,13 @@ def project_dir(home: Path, work_dir: Path) -> Path | None:
     base = home / ".claude" / "projects"
     absolute = os.path.abspath(work_dir)
     primary = encode_project_key(absolute)
-    candidates = [primary, absolute.replace(os.sep, "-"),
-                  absolute.replace("/", "-").replace("\\", "-").replace(":", "-"),
-                  absolute.replace("/", "-").replace("\\", "-").replace(":", "-").replace("_", "-"),
-                  absolute.replace("\\", "/").replace("/", "-")]
+    candidates = [
+        primary,
+        absolute.replace(os.sep, "-"),
+        absolute.replace("/", "-").replace("\\", "-").replace(":", "-"),
+        absolute.replace("/", "-").replace("\\", "-").replace(":", "-").replace("_", "-"),
+        absolute.replace("\\", "/").replace("/", "-"),
+    ]
     for key in candidates:
         if (base / key).is_dir():
             return base / key
@@ -148,12 +172,16 @@ def check_visible(home: Path, work_dir: Path, sid: str, target: Path) -> None:
         raise BridgeError(
             f"cc-connect would not find {sid}.jsonl: for the work dir {work_dir} it looks in {where} "
             f"($HOME, never CLAUDE_CONFIG_DIR), and the session is in {target.parent}; it would clear the id "
-            "and start a fresh session", hint="run Claude Code (and ombre) with CLAUDE_CONFIG_DIR unset, or a "
+            "and start a fresh session",
+            hint="run Claude Code (and ombre) with CLAUDE_CONFIG_DIR unset, or a "
             "work dir whose path has only letters, digits, '-', '/', '_', '.', '@', '~' and spaces; "
-            "nothing was re-bound")
+            "nothing was re-bound",
+        )
     if not os.path.samefile(seen, target):
-        raise BridgeError(f"cc-connect would resume {seen}, not the file ombre wrote ({target})",
-                          hint="two Claude homes hold this session id; nothing was re-bound")
+        raise BridgeError(
+            f"cc-connect would resume {seen}, not the file ombre wrote ({target})",
+            hint="two Claude homes hold this session id; nothing was re-bound",
+        )
 
 
 @dataclass(frozen=True)
@@ -177,6 +205,8 @@ def locate(settings: Settings) -> Location:
         return Location(session_store_path(data_dir, name, work_dir), work_dir, config)
     if work_dir:
         return Location(find_session_file(data_dir, work_dir), work_dir, config)
-    raise UsageError("OMBRE_BRIDGE=cc-connect cannot tell which cc-connect project to re-bind",
-                     hint="set OMBRE_BRIDGE_WORK_DIR to the project's work_dir (or OMBRE_BRIDGE_FILE to its "
-                          f"sessions/<project>_<hash>.json); no config at {settings.cc_connect_config}")
+    raise UsageError(
+        "OMBRE_BRIDGE=cc-connect cannot tell which cc-connect project to re-bind",
+        hint="set OMBRE_BRIDGE_WORK_DIR to the project's work_dir (or OMBRE_BRIDGE_FILE to its "
+        f"sessions/<project>_<hash>.json); no config at {settings.cc_connect_config}",
+    )

@@ -4,6 +4,7 @@ without a model, with fixed fields so two packs can be diffed and a person can e
 Only what was said is written down: the person's state and red lines are their own quoted sentences;
 when nothing matches, the field says 未知 rather than guessing.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,17 +24,24 @@ from ..write.distill_rules import asks, proposes
 HEADER = "【会话交接 · ombre handoff】"
 RECENT_TURNS = 40  # person turns looked at; older context lives out of window, in memory
 # Words that make a sentence about the person's state, a promise or to-do, or a red line.
-STATE = re.compile(r"累|困|难过|伤心|开心|高兴|生病|发烧|感冒|头疼|头痛|胃疼|焦虑|烦|失眠|压力|委屈|想你|孤单|"
-                   r"害怕|紧张|哭|饿|疼|不舒服|心情|慌|怕|担心|难受|郁闷|崩溃|心累|低落|丧|emo|孤独|寂寞|无聊|"
-                   r"兴奋|激动|期待|舒服|放松|生气|气死|烦躁|不安|忐忑|沮丧|失落|委屈|感动|幸福|睡不着|没睡好|"
-                   r"(?:有点|好|太|特别|超|挺|真)(?:[累困烦慌怕饿冷热晕]|难受|开心|难过|紧张)", re.I)
-PROMISE = re.compile(r"答应|约好|约定|说好|说定|一言为定|记得|提醒|别忘|下次|明天|后天|周[一二三四五六日天]|星期|待会|"
-                     r"等会|要去|打算|计划|一定会|保证|承诺|以后每|每天|每周|每晚")
+STATE = re.compile(
+    r"累|困|难过|伤心|开心|高兴|生病|发烧|感冒|头疼|头痛|胃疼|焦虑|烦|失眠|压力|委屈|想你|孤单|"
+    r"害怕|紧张|哭|饿|疼|不舒服|心情|慌|怕|担心|难受|郁闷|崩溃|心累|低落|丧|emo|孤独|寂寞|无聊|"
+    r"兴奋|激动|期待|舒服|放松|生气|气死|烦躁|不安|忐忑|沮丧|失落|委屈|感动|幸福|睡不着|没睡好|"
+    r"(?:有点|好|太|特别|超|挺|真)(?:[累困烦慌怕饿冷热晕]|难受|开心|难过|紧张)",
+    re.I,
+)
+PROMISE = re.compile(
+    r"答应|约好|约定|说好|说定|一言为定|记得|提醒|别忘|下次|明天|后天|周[一二三四五六日天]|星期|待会|"
+    r"等会|要去|打算|计划|一定会|保证|承诺|以后每|每天|每周|每晚"
+)
 RED_LINE = re.compile(r"不要|别再|千万别|绝不|讨厌|不喜欢|不许|过敏|受不了|底线|不能")
 # Too common to say what a conversation is about.
-COMMON = set("我们 你们 他们 她们 自己 今天 明天 昨天 现在 就是 什么 怎么 这个 那个 还是 一下 没有 可以 因为 所以 "
-             "然后 但是 觉得 知道 真的 一个 一点 有点 时候 已经 不是 这样 那样 而且 如果 的话 好的 嗯嗯 哈哈 "
-             "谢谢 晚安 早安 还有 一起 应该 需要 其实 可能".split())
+COMMON = set(
+    "我们 你们 他们 她们 自己 今天 明天 昨天 现在 就是 什么 怎么 这个 那个 还是 一下 没有 可以 因为 所以 "
+    "然后 但是 觉得 知道 真的 一个 一点 有点 时候 已经 不是 这样 那样 而且 如果 的话 好的 嗯嗯 哈哈 "
+    "谢谢 晚安 早安 还有 一起 应该 需要 其实 可能".split()
+)
 
 
 @dataclass
@@ -101,23 +109,26 @@ def prepare(path: Path, days: tuple[dt.date, ...] = (), now: dt.datetime | None 
     """The pack for the session at `path`, from its last person turns (or those of `days`, Shanghai)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     with scan(Path(path)) as t:
-        chosen = [e for e in t.events
-                  if not days or (e.when is not None and e.when.astimezone(SHANGHAI).date() in days)]
+        chosen = [
+            e for e in t.events if not days or (e.when is not None and e.when.astimezone(SHANGHAI).date() in days)
+        ]
         said = list(_said(t, chosen))
         sid = t.session_id
     person_turns = [i for i, s in enumerate(said) if s.who == "对方"]
     if len(person_turns) > RECENT_TURNS:
-        said = said[person_turns[-RECENT_TURNS]:]
-    pack = HandoffPack(sid, now.astimezone(SHANGHAI).strftime("%Y-%m-%d %H:%M"),
-                       days=[d.isoformat() for d in days])
+        said = said[person_turns[-RECENT_TURNS] :]
+    pack = HandoffPack(sid, now.astimezone(SHANGHAI).strftime("%Y-%m-%d %H:%M"), days=[d.isoformat() for d in days])
     person = [s for s in said if s.who == "对方"]
     if not person:
         return pack
     pack.keywords = _keywords(person[-10:])
     last = clip(person[-1].text, 40)
     where = "（摘自压缩摘要）" if person[-1].from_summary else ""
-    pack.topic = (f"{'、'.join(pack.keywords[:2])}（对方最后说{where}：「{last}」）" if pack.keywords
-                  else f"对方最后说{where}：「{last}」")
+    pack.topic = (
+        f"{'、'.join(pack.keywords[:2])}（对方最后说{where}：「{last}」）"
+        if pack.keywords
+        else f"对方最后说{where}：「{last}」"
+    )
     pack.state = _matching(person[-10:], STATE, 2)
     pack.open_items = _matching(said, PROMISE, 5, questions=False)
     pack.red_lines = _matching(person, RED_LINE, 3)
@@ -153,8 +164,10 @@ def is_question(sentence: str) -> bool:
     return asks(body) and not NICE_REQUEST.search(body)
 
 
-NICE_REQUEST = re.compile(r"(?:提醒|叫|喊|催|陪|帮|监督)我.{0,20}"
-                          r"(?:好吗|好不好|行吗|行不行|可以吗|好嘛|哦|啊|呀)?[?？]?$")
+NICE_REQUEST = re.compile(
+    r"(?:提醒|叫|喊|催|陪|帮|监督)我.{0,20}"
+    r"(?:好吗|好不好|行吗|行不行|可以吗|好嘛|哦|啊|呀)?[?？]?$"
+)
 
 
 def _matching(rows: list[Said], pattern: re.Pattern, limit: int, questions: bool = True) -> list[Said]:
@@ -164,8 +177,12 @@ def _matching(rows: list[Said], pattern: re.Pattern, limit: int, questions: bool
     seen: set[str] = set()
     for row in reversed(rows):
         for sentence in reversed(sentences(row.text)):
-            if pattern.search(sentence) and sentence not in seen and len(sentence) <= 80 \
-                    and (questions or not is_question(sentence)):
+            if (
+                pattern.search(sentence)
+                and sentence not in seen
+                and len(sentence) <= 80
+                and (questions or not is_question(sentence))
+            ):
                 seen.add(sentence)
                 found.append(Said(row.who, sentence, row.when, row.from_summary))
                 if len(found) == limit:
@@ -174,6 +191,10 @@ def _matching(rows: list[Said], pattern: re.Pattern, limit: int, questions: bool
 
 
 def _keywords(rows: list[Said]) -> list[str]:
-    counts = Counter(w for r in rows for w in words(r.text)
-                     if len(w) >= 2 and w not in COMMON and not w.isdigit() and not (w.isascii() and len(w) < 3))
+    counts = Counter(
+        w
+        for r in rows
+        for w in words(r.text)
+        if len(w) >= 2 and w not in COMMON and not w.isdigit() and not (w.isascii() and len(w) < 3)
+    )
     return [w for w, _ in counts.most_common(3)]

@@ -13,6 +13,7 @@ that cannot be read counts as "just ran" (cooldowns start now). After `max_failu
 the breaker opens and automatic runs stop until `ombre keeper reset`. Every decision is one line of
 metrics.jsonl: skip / trigger / ok / fail with the used %, mode, hold result and error.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -183,8 +184,14 @@ class Keeper:
         now = now or dt.datetime.now(dt.timezone.utc)
         nudged = new_window.on_session(s, path.stem)
         if nudged is not None:
-            metric(s, {"decision": "note", "session": path.stem, "reason": "the chat moved to a new session after "
-                       f"/new: continuation nudge {nudged}"})
+            metric(
+                s,
+                {
+                    "decision": "note",
+                    "session": path.stem,
+                    "reason": f"the chat moved to a new session after /new: continuation nudge {nudged}",
+                },
+            )
         state = KeeperState.load(s.keeper_state, now)
         loaded = replace(state)
         today = shanghai_date(now)
@@ -199,8 +206,11 @@ class Keeper:
         decision = decide(state, reading, s, now)
         refusal = refused_for(state, reading, decision.action)
         if refusal is not None:
-            decision = Decision("skip", f"{decision.action} was refused for this file as it is "
-                                        f"({refusal['reason']}); tried again once the session changes")
+            decision = Decision(
+                "skip",
+                f"{decision.action} was refused for this file as it is "
+                f"({refusal['reason']}); tried again once the session changes",
+            )
         if decision.action != "skip" and self.bridge is None:
             # Without a bridge nothing would resume the new file: the chat would go on in the old one.
             decision = Decision("skip", "no bridge to re-bind (set OMBRE_BRIDGE): automatic swaps are off")
@@ -224,8 +234,7 @@ class Keeper:
         state.save(s.keeper_state)
         metric(s, {**base, "decision": "trigger", "mode": decision.action, "reason": decision.reason})
         try:
-            result = self.tunnel(s, path, TunnelOptions(mode=decision.action), bridge=self.bridge,
-                                 holder=self.holder)
+            result = self.tunnel(s, path, TunnelOptions(mode=decision.action), bridge=self.bridge, holder=self.holder)
         except Exception as exc:  # noqa: BLE001 — recorded, counted, and the breaker decides
             if is_refusal(exc):
                 return self._refused(state, base, decision, reading, exc)
@@ -234,9 +243,18 @@ class Keeper:
             return self._failed(state, base, decision, result.rebind, result)
         state.failures = 0
         state.save(s.keeper_state)
-        return metric(s, {**base, "decision": "ok", "mode": decision.action, "new_sid": result.new_sid,
-                          "hold": result.hold, "rebind": result.rebind,
-                          "pct_after": result.forge.get("pct_after")})
+        return metric(
+            s,
+            {
+                **base,
+                "decision": "ok",
+                "mode": decision.action,
+                "new_sid": result.new_sid,
+                "hold": result.hold,
+                "rebind": result.rebind,
+                "pct_after": result.forge.get("pct_after"),
+            },
+        )
 
     def _save_if_changed(self, state: KeeperState, loaded: KeeperState) -> None:
         # a skip is the usual pass (every 30 s): only a re-arm or a new day needs a write (a missing or
@@ -244,27 +262,50 @@ class Keeper:
         if state != loaded:
             state.save(self.settings.keeper_state)
 
-    def _refused(self, state: KeeperState, base: dict, decision: Decision, reading: Reading,
-                 exc: Exception) -> dict:
+    def _refused(self, state: KeeperState, base: dict, decision: Decision, reading: Reading, exc: Exception) -> dict:
         """The file cannot be rewritten as it is: remember it, so the next passes skip it instead of failing
         into the breaker; a new turn changes the fingerprint and lifts it."""
         reason = exc.message if isinstance(exc, OmbreError) else str(exc)
-        entry = {"fingerprint": reading.fingerprint, "session": reading.session, "path": reading.path,
-                 "mode": decision.action, "reason": reason.splitlines()[0][:300], "at": base.get("at") or
-                 dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        entry = {
+            "fingerprint": reading.fingerprint,
+            "session": reading.session,
+            "path": reading.path,
+            "mode": decision.action,
+            "reason": reason.splitlines()[0][:300],
+            "at": base.get("at") or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        }
         state.refused = (state.refused + [entry])[-REFUSALS_KEPT:]
         state.save(self.settings.keeper_state)
-        return metric(self.settings, {**base, "decision": "fail", "mode": decision.action, "error": reason,
-                                      "refused": True, "breaker": state.breaker})
+        return metric(
+            self.settings,
+            {
+                **base,
+                "decision": "fail",
+                "mode": decision.action,
+                "error": reason,
+                "refused": True,
+                "breaker": state.breaker,
+            },
+        )
 
-    def _failed(self, state: KeeperState, base: dict, decision: Decision, error: str,
-                result: TunnelResult | None = None) -> dict:
+    def _failed(
+        self, state: KeeperState, base: dict, decision: Decision, error: str, result: TunnelResult | None = None
+    ) -> dict:
         s = self.settings
         state.failures += 1
         state.breaker = state.failures >= s.max_failures
         state.save(s.keeper_state)
-        return metric(s, {**base, "decision": "fail", "mode": decision.action, "error": error,
-                          "hold": result.hold if result else None, "breaker": state.breaker})
+        return metric(
+            s,
+            {
+                **base,
+                "decision": "fail",
+                "mode": decision.action,
+                "error": error,
+                "hold": result.hold if result else None,
+                "breaker": state.breaker,
+            },
+        )
 
 
 def is_refusal(exc: BaseException) -> bool:
@@ -276,8 +317,11 @@ def is_refusal(exc: BaseException) -> bool:
 
 
 def refused_for(state: KeeperState, reading: Reading, mode: str) -> dict | None:
-    return next((r for r in state.refused if r.get("fingerprint") == reading.fingerprint
-                 and r.get("mode") == mode), None) if mode != "skip" else None
+    return (
+        next((r for r in state.refused if r.get("fingerprint") == reading.fingerprint and r.get("mode") == mode), None)
+        if mode != "skip"
+        else None
+    )
 
 
 def standing_refusals(state: KeeperState) -> list[dict]:
@@ -311,14 +355,22 @@ def status(s: Settings, path: Path | None, bridge: Bridge | None, now: dt.dateti
             bound = f"unreadable: {exc.message}"
     newest = newest_written(s)
     return {
-        "auto_forge": s.auto_forge, "reading": reading, "last_diet": state.last_diet, "last_forge": state.last_forge,
+        "auto_forge": s.auto_forge,
+        "reading": reading,
+        "last_diet": state.last_diet,
+        "last_forge": state.last_forge,
         "seeded": state.seeded,
         "diet_cooldown_left_min": _minutes_left(s.diet_cooldown_mins, state.cooling_from("diet"), now),
         "forge_cooldown_left_min": _minutes_left(s.forge_cooldown_mins, state.cooling_from("forge"), now),
         "today": state.runs_today if state.day == shanghai_date(now) else 0,
-        "max_per_day": s.max_per_day, "failures_in_a_row": state.failures, "breaker": state.breaker,
-        "bound_sid": bound, "newest_sid": newest, "bound_is_newest": bound is None or newest is None or bound == newest,
-        "last_outcomes": jsonl_log.read(s.metrics_log, limit=20), "note": state.note,
+        "max_per_day": s.max_per_day,
+        "failures_in_a_row": state.failures,
+        "breaker": state.breaker,
+        "bound_sid": bound,
+        "newest_sid": newest,
+        "bound_is_newest": bound is None or newest is None or bound == newest,
+        "last_outcomes": jsonl_log.read(s.metrics_log, limit=20),
+        "note": state.note,
         "refused": standing_refusals(state),
     }
 
@@ -361,8 +413,9 @@ def watched(s: Settings, bridge: Bridge | None, session: str | None) -> Path:
     return find_session(str(start.parent), s.projects_dir)
 
 
-def run_forever(keeper: Keeper, session: str | None, *, interval: float, once: bool,
-                report: Callable[[dict], None]) -> None:
+def run_forever(
+    keeper: Keeper, session: str | None, *, interval: float, once: bool, report: Callable[[dict], None]
+) -> None:
     """`ombre keeper run`: a pass every `interval` seconds on the watched session, each outcome reported; an
     error of one pass is that pass's outcome, and the next pass comes anyway."""
     while True:

@@ -8,6 +8,7 @@ A forge, diet or tunnel clears the flag (seed: "forge 成功后应清掉「等�
 continuations never both fire; a session id that ombre itself wrote is a swap, not a /new, and clears it too.
 The flag is consumed before the nudge is sent: at most once, even if sending fails or the keeper dies.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,8 +24,10 @@ from ..wire import loads
 from .bridges import send_nudge
 
 HANDOFF_FILE = "SESSION_HANDOFF.md"
-NUDGE_NEW = ("（ombre 接续：对方刚用 /new 开了新窗口。先读工作目录里的 SESSION_HANDOFF.md，"
-             "再 breath(is_session_start=True)，然后顺着刚才的话题自然接着聊；不要提换窗口。）")
+NUDGE_NEW = (
+    "（ombre 接续：对方刚用 /new 开了新窗口。先读工作目录里的 SESSION_HANDOFF.md，"
+    "再 breath(is_session_start=True)，然后顺着刚才的话题自然接着聊；不要提换窗口。）"
+)
 
 
 @dataclass

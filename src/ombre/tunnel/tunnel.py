@@ -7,6 +7,7 @@ failed re-bind leaves the old binding (the bridge is started again on it) and sa
 `ombre rebind NEW_SID`. A journal records which step a run reached, so a run killed between stopping and
 starting the bridge is finished (the bridge started again) by the next tunnel, rebind or keeper tick.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -36,8 +37,9 @@ if TYPE_CHECKING:
     from ..memory.service import MemoryService
 
 Holder = Callable[[str, str], str]  # (handoff text, old sid) → memory id; raises on failure
-NUDGE = ("（ombre 接续：刚换了窗口。先 breath(is_session_start=True) 看交接，"
-         "再顺着刚才的话题自然接着聊；不要提换窗口。）")
+NUDGE = (
+    "（ombre 接续：刚换了窗口。先 breath(is_session_start=True) 看交接，再顺着刚才的话题自然接着聊；不要提换窗口。）"
+)
 
 
 @dataclass
@@ -104,8 +106,13 @@ def recover(settings: Settings, bridge: Bridge | None) -> str | None:
 
 
 def _handoff_memory(text: str, old_sid: str) -> dict:
-    return {"content": text, "type": "会话交接", "tags": ["会话交接", "forge"], "importance": 6,
-            "from_session": old_sid}
+    return {
+        "content": text,
+        "type": "会话交接",
+        "tags": ["会话交接", "forge"],
+        "importance": 6,
+        "from_session": old_sid,
+    }
 
 
 def service_holder(service) -> Holder:
@@ -124,6 +131,7 @@ def service_holder(service) -> Holder:
 def memory_holder(settings: Settings, open_service: Callable[[], MemoryService]) -> Holder:
     """Hold through the running memory service; if it is down, into the store directly (a service that
     `open_service` opens)."""
+
     def hold(text: str, old_sid: str) -> str:
         body = _handoff_memory(text, old_sid)
         answer = post_json(settings.memory_url + "/v1/hold", body, token=settings.token, timeout=10)
@@ -138,8 +146,15 @@ def memory_holder(settings: Settings, open_service: Callable[[], MemoryService])
     return hold
 
 
-def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridge | None,
-        holder: Holder | None, on_step: Callable[[str], None] = lambda step: None) -> TunnelResult:
+def run(
+    settings: Settings,
+    path: Path,
+    options: TunnelOptions,
+    *,
+    bridge: Bridge | None,
+    holder: Holder | None,
+    on_step: Callable[[str], None] = lambda step: None,
+) -> TunnelResult:
     path = Path(path)
     result = TunnelResult(options.mode, options.dry_run, path.stem)
     if bridge is not None:
@@ -151,8 +166,10 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
             result.bound_sid = bridge.bound_sid()
         except BridgeError as exc:
             if not options.dry_run:  # a bridge we cannot read is a bridge we must not edit
-                raise BridgeError(f"cannot read the bridge before swapping: {exc.message}",
-                                  hint="fix the bridge state first; nothing was written or re-bound") from None
+                raise BridgeError(
+                    f"cannot read the bridge before swapping: {exc.message}",
+                    hint="fix the bridge state first; nothing was written or re-bound",
+                ) from None
             result.warnings.append(f"cannot read the bound session: {exc.message}")
         if result.bound_sid and result.bound_sid != result.old_sid:
             result.warnings.append(f"the bridge is bound to {result.bound_sid}, not to {result.old_sid}")
@@ -162,8 +179,9 @@ def run(settings: Settings, path: Path, options: TunnelOptions, *, bridge: Bridg
             bridge.target(result.old_sid, path.parent)
         except BridgeError as exc:
             if not options.dry_run:
-                raise BridgeError(f"the bridge could not resume a session written here: {exc.message}",
-                                  hint=exc.hint) from None
+                raise BridgeError(
+                    f"the bridge could not resume a session written here: {exc.message}", hint=exc.hint
+                ) from None
             result.warnings.append(f"a real run would stop here: {exc.message}")
 
     def step(name: str) -> None:
@@ -229,22 +247,32 @@ def _prune_backups(folder: Path, keep: int) -> None:
         old.unlink(missing_ok=True)
 
 
-def _rewrite(settings: Settings, path: Path, options: TunnelOptions, handoff: str | None,
-             result: TunnelResult) -> ForgeResult:
+def _rewrite(
+    settings: Settings, path: Path, options: TunnelOptions, handoff: str | None, result: TunnelResult
+) -> ForgeResult:
     squash = settings.diet_squash if options.squash is None else options.squash
     if options.mode == "diet":
         result.retain = settings.diet_retain
         return run_diet(path, DietOptions.from_settings(settings, squash=squash, dry_run=options.dry_run))
     selector = options.selector or Selector(retain=settings.forge_retain, max_kept=settings.forge_max_kept)
     result.retain = selector.retain
-    return run_forge(path, ForgeOptions(selector=selector, squash=squash, inject_text=handoff,
-                                        inject_source="ombre handoff" if handoff else None,
-                                        dry_run=options.dry_run, window=settings.context_window,
-                                        history=settings.history_log))
+    return run_forge(
+        path,
+        ForgeOptions(
+            selector=selector,
+            squash=squash,
+            inject_text=handoff,
+            inject_source="ombre handoff" if handoff else None,
+            dry_run=options.dry_run,
+            window=settings.context_window,
+            history=settings.history_log,
+        ),
+    )
 
 
-def _rebind(settings: Settings, bridge: Bridge, new_sid: str, project_dir: Path,
-            step: Callable[[str], None]) -> tuple[str, bool]:
+def _rebind(
+    settings: Settings, bridge: Bridge, new_sid: str, project_dir: Path, step: Callable[[str], None]
+) -> tuple[str, bool]:
     """stop → bind → start; on a failed bind the bridge is started again on its old binding."""
     bridge.target(new_sid, project_dir)
 
@@ -279,8 +307,10 @@ def rebind(settings: Settings, bridge: Bridge, new_sid: str, projects_dir: Path)
     """Bind a session that a tunnel already wrote (after a failed re-bind), without cutting again."""
     matches = sorted(projects_dir.glob(f"*/{new_sid}.jsonl"))
     if not matches:
-        raise BridgeError(f"no session file {new_sid}.jsonl under {projects_dir}",
-                          hint="give the new session id a tunnel printed; nothing was re-bound")
+        raise BridgeError(
+            f"no session file {new_sid}.jsonl under {projects_dir}",
+            hint="give the new session id a tunnel printed; nothing was re-bound",
+        )
     path = matches[0]
     verify_session(path, Expectation(session_id=new_sid))  # never point a bridge at a broken file
     result = TunnelResult("rebind", False, new_sid, new_sid=new_sid)
@@ -292,9 +322,16 @@ def rebind(settings: Settings, bridge: Bridge, new_sid: str, projects_dir: Path)
 
 
 def _record(settings: Settings, result: TunnelResult) -> None:
-    jsonl_log.append(settings.history_log, {
-        "mode": f"tunnel-{result.mode}",
-        "old_sid": result.old_sid, "new_sid": result.new_sid, "ok": result.ok,
-        "retain": result.retain,
-        "hold": result.hold, "rebind": result.rebind, "started": result.started,
-    })
+    jsonl_log.append(
+        settings.history_log,
+        {
+            "mode": f"tunnel-{result.mode}",
+            "old_sid": result.old_sid,
+            "new_sid": result.new_sid,
+            "ok": result.ok,
+            "retain": result.retain,
+            "hold": result.hold,
+            "rebind": result.rebind,
+            "started": result.started,
+        },
+    )

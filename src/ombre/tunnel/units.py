@@ -4,6 +4,7 @@
 Install writes only files it can call its own (they carry MARK), and uninstall removes only those: a unit of
 the same name that someone else wrote is refused on install and left alone on uninstall.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,9 +41,20 @@ def settings_file(env: dict[str, str]) -> Path:
 
 def unit_text(description: str, exe: Path, args: str, env: dict[str, str], workdir: Path) -> str:
     passed = sorted((k, v) for k, v in env.items() if k in IN_UNIT)
-    lines = [MARK, "[Unit]", f"Description={description}", "After=network.target", "", "[Service]",
-             "Type=simple", f"WorkingDirectory={workdir}", f"ExecStart={exe} {args}",
-             "Restart=on-failure", "RestartSec=10", f"EnvironmentFile=-{settings_file(env)}"]
+    lines = [
+        MARK,
+        "[Unit]",
+        f"Description={description}",
+        "After=network.target",
+        "",
+        "[Service]",
+        "Type=simple",
+        f"WorkingDirectory={workdir}",
+        f"ExecStart={exe} {args}",
+        "Restart=on-failure",
+        "RestartSec=10",
+        f"EnvironmentFile=-{settings_file(env)}",
+    ]
     lines += [f'Environment="{k}={v}"' for k, v in passed]
     lines += ["", "[Install]", "WantedBy=default.target", ""]
     return "\n".join(lines)
@@ -60,14 +72,17 @@ def _settings_change(env: dict[str, str]) -> FileChange:
         return FileChange(path, before, before, what)
     lines = [line for line in (before or "").splitlines() if (env_pair(line) or ("",))[0] not in changed]
     if before is None:
-        lines = ["# Ombre's settings, read by `ombre serve`, the keeper, the CLI and the hooks; a variable set in",
-                 "# a process's own environment wins over its line here. OMBRE_TOKEN may go here (mode 600)."]
+        lines = [
+            "# Ombre's settings, read by `ombre serve`, the keeper, the CLI and the hooks; a variable set in",
+            "# a process's own environment wins over its line here. OMBRE_TOKEN may go here (mode 600).",
+        ]
     lines += [f'{k}="{v}"' if any(c.isspace() for c in v) else f"{k}={v}" for k, v in sorted(changed.items())]
     return FileChange(path, before, "\n".join(lines) + "\n", what)
 
 
-def plan(*, install: bool, env: dict[str, str], exe: Path | None = None,
-         workdir: Path | None = None) -> list[FileChange]:
+def plan(
+    *, install: bool, env: dict[str, str], exe: Path | None = None, workdir: Path | None = None
+) -> list[FileChange]:
     folder = unit_dir(env)
     changes = [_settings_change(env)] if install else []
     for name, (description, args) in UNITS.items():
@@ -76,8 +91,10 @@ def plan(*, install: bool, env: dict[str, str], exe: Path | None = None,
         ours = before is not None and before.startswith(MARK)
         if install:
             if before is not None and not ours:
-                raise UsageError(f"{path} exists and was not written by ombre",
-                                 hint="move it away (or remove it) and run `ombre install service` again")
+                raise UsageError(
+                    f"{path} exists and was not written by ombre",
+                    hint="move it away (or remove it) and run `ombre install service` again",
+                )
             after: str | None = unit_text(description, exe or Path("ombre"), args, env, workdir or Path.cwd())
         else:
             after = None if ours else before
@@ -99,6 +116,8 @@ def apply(changes: list[FileChange]) -> None:
 
 def how_to_enable(names: list[str]) -> str:
     units = " ".join(names)
-    return (f"enable them:   systemctl --user daemon-reload && systemctl --user enable --now {units}\n"
-            f"logs:          journalctl --user -u ombre-serve -u ombre-keeper -f\n"
-            f"keep running after logout: loginctl enable-linger {os.environ.get('USER', '$USER')}")
+    return (
+        f"enable them:   systemctl --user daemon-reload && systemctl --user enable --now {units}\n"
+        f"logs:          journalctl --user -u ombre-serve -u ombre-keeper -f\n"
+        f"keep running after logout: loginctl enable-linger {os.environ.get('USER', '$USER')}"
+    )

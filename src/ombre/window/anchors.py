@@ -4,6 +4,7 @@ A compaction summary is an anchor of its own: after a compaction the person's ea
 inside it, and keeping from it keeps everything the model knows of them. So is the first line of a forged
 window that carries the summary or the turn's request (window/carry.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

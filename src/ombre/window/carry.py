@@ -10,6 +10,7 @@ summary and the request on again without the old marker or handoff.
 `required_texts` is the other half: what the verifier checks is in every new window a tail retain writes
 (the newest person's words, or the summary standing for everything before them).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,7 +42,8 @@ class Carried:
     @property
     def blocks(self) -> list[tuple[str, dict]]:
         return [(SUMMARY, b) for b in self.summary] + [
-            (REQUEST_LABEL if n == 0 else REQUEST, b) for n, b in enumerate(self.request)]
+            (REQUEST_LABEL if n == 0 else REQUEST, b) for n, b in enumerate(self.request)
+        ]
 
     @property
     def tokens(self) -> int:

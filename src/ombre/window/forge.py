@@ -5,6 +5,7 @@ optionally squash tool payloads and images, relink the kept lines into one valid
 usage, write `<new-sid>.jsonl` beside the original through a temporary file, verify it, and log the run.
 The original file is only ever opened for reading.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -98,20 +99,26 @@ def run(path: Path, options: ForgeOptions) -> ForgeResult:
     except Exception as exc:
         if options.history and not options.dry_run:
             with contextlib.suppress(OSError):  # a full disk must not hide the error being recorded
-                jsonl_log.append(options.history, _run_entry(options.mode, Path(path).stem, None, options,
-                                                               ok=False, error=str(exc)))
+                jsonl_log.append(
+                    options.history, _run_entry(options.mode, Path(path).stem, None, options, ok=False, error=str(exc))
+                )
         raise
     result.elapsed_s = round(time.perf_counter() - started, 3)
     if options.history and not options.dry_run:
         try:
-            jsonl_log.append(options.history, _run_entry(options.mode, result.source_session,
-                                                           result.new_session, options, ok=True, summary=result))
+            jsonl_log.append(
+                options.history,
+                _run_entry(options.mode, result.source_session, result.new_session, options, ok=True, summary=result),
+            )
         except OSError as exc:
             # a session the history does not know would be found by nobody (no re-bind, no rollback):
             # take it back rather than leave it unrecorded
             Path(path).with_name(f"{new_sid}.jsonl").unlink(missing_ok=True)
-            raise _no_room(exc, options.history.parent, "recording the new session in the history, so it "
-                                                        "was removed; the original is untouched") from exc
+            raise _no_room(
+                exc,
+                options.history.parent,
+                "recording the new session in the history, so it was removed; the original is untouched",
+            ) from exc
     return result
 
 
@@ -120,16 +127,22 @@ NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 def _no_room(exc: OSError, where: Path, what: str) -> OmbreError:
     if exc.errno in NO_ROOM:
-        return DiskFullError(f"no room on the disk ({exc.strerror}) while {what}",
-                             hint=f"free space where {where} lives and run again")
-    return TranscriptError(f"cannot write ({exc.strerror or exc}) while {what}", path=where,
-                           hint="check that the folder is writable and run again")
+        return DiskFullError(
+            f"no room on the disk ({exc.strerror}) while {what}", hint=f"free space where {where} lives and run again"
+        )
+    return TranscriptError(
+        f"cannot write ({exc.strerror or exc}) while {what}",
+        path=where,
+        hint="check that the folder is writable and run again",
+    )
 
 
 def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
     if options.squash is not None and options.squash < 200:
-        raise UsageError(f"--squash {options.squash} is too small to keep a useful head and tail",
-                         hint="use 200 or more characters (the seed's default is 2000)")
+        raise UsageError(
+            f"--squash {options.squash} is too small to keep a useful head and tail",
+            hint="use 200 or more characters (the seed's default is 2000)",
+        )
     rewrite = None
     if options.squash is not None:
         cap = options.squash
@@ -149,8 +162,9 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
         if selection.cut_inside_turn is not None:
             # the kept tail starts with the assistant: the window needs a user line first
             options = replace(options, inject_text=options.inject_text or CUT_MARKER)
-        kept_events = transcript.measure(_end_on_reply([complete[i] for i in selection.kept if not
-                                                        complete[i].carry], whole))
+        kept_events = transcript.measure(
+            _end_on_reply([complete[i] for i in selection.kept if not complete[i].carry], whole)
+        )
         _refuse_bad_lines_inside(transcript, kept_events)
         lines = _kept_lines(transcript, kept_events)
         overhead = _system_overhead(transcript, events)
@@ -159,16 +173,20 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
         result.carried = [kind for kind, part in (("summary", carried.summary), ("request", carried.request)) if part]
         result.warnings += remnant
         if selection.cut_inside_turn is not None:
-            result.warnings.append(f"the last turn alone was over the budget: cut inside it at idx "
-                                   f"{selection.cut_inside_turn} (after its finished tool calls); the new window "
-                                   "opens with "
-                                   f"{'the handoff' if options.inject_text != CUT_MARKER else 'a short marker'}"
-                                   " as its first user message")
+            result.warnings.append(
+                f"the last turn alone was over the budget: cut inside it at idx "
+                f"{selection.cut_inside_turn} (after its finished tool calls); the new window "
+                "opens with "
+                f"{'the handoff' if options.inject_text != CUT_MARKER else 'a short marker'}"
+                " as its first user message"
+            )
         budget = _budget(options.selector)
         if carried.summary and budget is not None and carried.tokens > budget:
-            result.warnings.append(f"the compaction summary and the turn's request (~{carried.tokens:,} tokens) are "
-                                   f"over the budget of {budget:,} on their own: kept anyway, since a window "
-                                   "without them resumes without knowing its task")
+            result.warnings.append(
+                f"the compaction summary and the turn's request (~{carried.tokens:,} tokens) are "
+                f"over the budget of {budget:,} on their own: kept anyway, since a window "
+                "without them resumes without knowing its task"
+            )
         if options.dry_run:
             return result
         final = path.with_name(f"{new_sid}.jsonl")
@@ -177,12 +195,14 @@ def _run(path: Path, options: ForgeOptions, new_sid: str) -> ForgeResult:
         required = carry.required_texts(transcript, complete) if options.selector.mode == "retain" else []
         expect = Expectation(session_id=new_sid, source_pairs=whole, required=required)
         produced = _produce(transcript, lines, new_sid, overhead, options, expect, carried)
-        result.bytes_after = write_atomic(final, produced, lambda tmp: verify_session(tmp, expect),
-                                          mode=_mode_of(path))
+        result.bytes_after = write_atomic(final, produced, lambda tmp: verify_session(tmp, expect), mode=_mode_of(path))
         if Fingerprint.of(path) != transcript.fingerprint:
             final.unlink(missing_ok=True)
-            raise LiveSessionError("the session file changed while it was being forged; nothing was kept",
-                                   path=path, hint="wait until the conversation is idle and run again")
+            raise LiveSessionError(
+                "the session file changed while it was being forged; nothing was kept",
+                path=path,
+                hint="wait until the conversation is idle and run again",
+            )
         return result
 
 
@@ -235,16 +255,24 @@ def _mode_of(path: Path) -> int:
 def _refuse_live(t: Transcript) -> list[str]:
     """Refuse a session being written right now; return the warning for a crash's half line, if any."""
     if Fingerprint.of(t.path) != t.fingerprint:
-        raise LiveSessionError("the session file is being written right now", path=t.path,
-                               hint="wait until the conversation is idle (no reply in progress) and run again")
+        raise LiveSessionError(
+            "the session file is being written right now",
+            path=t.path,
+            hint="wait until the conversation is idle (no reply in progress) and run again",
+        )
     if t.bad_lines and t.bad_lines[-1].error.startswith("incomplete last line"):
         idle = time.time() - t.fingerprint.mtime_ns / 1e9
         if idle < STALE_SECONDS:
-            raise LiveSessionError("the last line is only half written: a live session is writing this file",
-                                   path=t.path, line=t.bad_lines[-1].lineno,
-                                   hint="wait until the reply is finished and run again")
-        return [f"line {t.bad_lines[-1].lineno} is only half written and the file has not changed for "
-                f"{idle / 60:.0f} minutes: a crash left it, so it is left out (the original keeps it)"]
+            raise LiveSessionError(
+                "the last line is only half written: a live session is writing this file",
+                path=t.path,
+                line=t.bad_lines[-1].lineno,
+                hint="wait until the reply is finished and run again",
+            )
+        return [
+            f"line {t.bad_lines[-1].lineno} is only half written and the file has not changed for "
+            f"{idle / 60:.0f} minutes: a crash left it, so it is left out (the original keeps it)"
+        ]
     return []
 
 
@@ -271,8 +299,11 @@ def _complete_prefix(t: Transcript, events: list[Entry], whole: set[str]) -> tup
     written moments ago means a live session: refuse rather than cut under it.
     """
     if _open_turn(events) and time.time() - t.fingerprint.mtime_ns / 1e9 < LIVE_SECONDS:
-        raise LiveSessionError("a turn is in progress (the session ends on an unanswered message or tool call)",
-                               path=t.path, hint="wait until the reply is finished and run again")
+        raise LiveSessionError(
+            "a turn is in progress (the session ends on an unanswered message or tool call)",
+            path=t.path,
+            hint="wait until the reply is finished and run again",
+        )
     end = 0
     # Only the tail can be unfinished: start at the last turn and step back a turn while there is no
     # finished reply (a turn start never has a tool call of an earlier turn waiting).
@@ -283,9 +314,12 @@ def _complete_prefix(t: Transcript, events: list[Entry], whole: set[str]) -> tup
             end = start + found
             break
     if end == 0:
-        raise TranscriptError(_nothing_to_end_on(events), path=t.path,
-                              hint="a session that was just compacted, never answered, or is a subagent's "
-                                   "sidechain has no main-chain reply to keep; talk one turn first")
+        raise TranscriptError(
+            _nothing_to_end_on(events),
+            path=t.path,
+            hint="a session that was just compacted, never answered, or is a subagent's "
+            "sidechain has no main-chain reply to keep; talk one turn first",
+        )
     dropped = [f"idx {e.idx} {e.type}: {e.text_preview}" for e in t.measure(events[end:])]
     return events[:end], dropped
 
@@ -308,8 +342,10 @@ def _end_on_reply(kept: list[Entry], whole: set[str]) -> list[Entry]:
     """A chosen set cut back to its last finished reply (a range may end mid-turn or before any reply)."""
     end = _reply_end(kept, whole)
     if end == 0:
-        raise SelectionError("the chosen events hold no finished assistant reply, and a new window must end on one",
-                             hint="move the end of the range (--keep-to-*) later, or pick other days")
+        raise SelectionError(
+            "the chosen events hold no finished assistant reply, and a new window must end on one",
+            hint="move the end of the range (--keep-to-*) later, or pick other days",
+        )
     return kept[:end]
 
 
@@ -326,9 +362,12 @@ def _refuse_bad_lines_inside(t: Transcript, kept: list[Entry]) -> None:
     inside = [b for b in t.bad_lines if lo <= b.offset <= hi]
     if inside:
         b = inside[0]
-        raise TranscriptError(f"malformed line inside the range to keep: {b.error}", path=t.path, line=b.lineno,
-                              hint="repair or delete that line in a copy of the file, or choose a range that "
-                                   "does not include it")
+        raise TranscriptError(
+            f"malformed line inside the range to keep: {b.error}",
+            path=t.path,
+            line=b.lineno,
+            hint="repair or delete that line in a copy of the file, or choose a range that does not include it",
+        )
 
 
 def _kept_lines(t: Transcript, kept_events: list[Entry]) -> list[Entry]:
@@ -373,8 +412,16 @@ def _complete_pairs(events: list[Entry]) -> set[str]:
     return {t for e in events for t in e.tool_results if t in uses}
 
 
-def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selection, kept: list[Entry],
-               lines: list[Entry], overhead: int, dropped: list[str]) -> ForgeResult:
+def _summarize(
+    t: Transcript,
+    options: ForgeOptions,
+    new_sid: str,
+    sel: Selection,
+    kept: list[Entry],
+    lines: list[Entry],
+    overhead: int,
+    dropped: list[str],
+) -> ForgeResult:
     events = t.events
     stats = SquashStats()
     for e in kept:
@@ -384,9 +431,13 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
     pairs = sum(1 for e in kept for x in e.tool_results if x in uses)
     window = t.window(options.window)
     tokens_kept = sum(e.size for e in kept)
-    selection = {"mode": sel.mode, "turns_trimmed_for_max_kept": sel.trimmed_turns,
-                 "kept_from_idx": kept[0].idx if kept else None, "kept_to_idx": kept[-1].idx if kept else None,
-                 "cut_inside_turn": sel.cut_inside_turn}
+    selection = {
+        "mode": sel.mode,
+        "turns_trimmed_for_max_kept": sel.trimmed_turns,
+        "kept_from_idx": kept[0].idx if kept else None,
+        "kept_to_idx": kept[-1].idx if kept else None,
+        "cut_inside_turn": sel.cut_inside_turn,
+    }
     if sel.days:
         selection["days"] = sel.days
     if sel.resolved_from:
@@ -397,22 +448,37 @@ def _summarize(t: Transcript, options: ForgeOptions, new_sid: str, sel: Selectio
     if dropped:
         warnings.append(f"{len(dropped)} event(s) after the last finished reply are not kept")
     if t.bad_lines:
-        warnings.append(f"{len(t.bad_lines)} malformed line(s) outside the kept range were skipped "
-                        f"(first at line {t.bad_lines[0].lineno})")
+        warnings.append(
+            f"{len(t.bad_lines)} malformed line(s) outside the kept range were skipped "
+            f"(first at line {t.bad_lines[0].lineno})"
+        )
     if stats.thinking_dropped:
         warnings.append(f"{stats.thinking_dropped} thinking block(s) dropped: content before them changed")
     return ForgeResult(
-        mode=options.mode, dry_run=options.dry_run, source_session=t.session_id, source_path=str(t.path),
-        new_session=new_sid, new_path=str(t.path.with_name(f"{new_sid}.jsonl")),
-        events_total=len(events), events_kept=len(kept), turns_total=sel.turns_total,
+        mode=options.mode,
+        dry_run=options.dry_run,
+        source_session=t.session_id,
+        source_path=str(t.path),
+        new_session=new_sid,
+        new_path=str(t.path.with_name(f"{new_sid}.jsonl")),
+        events_total=len(events),
+        events_kept=len(kept),
+        turns_total=sel.turns_total,
         turns_kept=sum(e.real_user for e in kept) + (1 if kept and not kept[0].real_user else 0),
         tokens_kept=tokens_kept,
-        usage_before=t.last_usage, pct_before=context_pct(t.last_usage, window),
-        pct_after=context_pct(overhead + tokens_kept, window), window=window,
-        thinking_kept=sum(e.thinking for e in kept), tool_pairs_kept=pairs,
-        images_squashed=stats.images, payloads_squashed=stats.payloads, chars_removed=stats.chars_removed,
-        thinking_dropped=stats.thinking_dropped, selection=selection,
-        injected=bool(options.inject_text) and options.inject_text != CUT_MARKER, dropped_trailing=dropped,
+        usage_before=t.last_usage,
+        pct_before=context_pct(t.last_usage, window),
+        pct_after=context_pct(overhead + tokens_kept, window),
+        window=window,
+        thinking_kept=sum(e.thinking for e in kept),
+        tool_pairs_kept=pairs,
+        images_squashed=stats.images,
+        payloads_squashed=stats.payloads,
+        chars_removed=stats.chars_removed,
+        thinking_dropped=stats.thinking_dropped,
+        selection=selection,
+        injected=bool(options.inject_text) and options.inject_text != CUT_MARKER,
+        dropped_trailing=dropped,
         warnings=warnings,
         bytes_before=t.fingerprint.size,
     )
@@ -472,8 +538,15 @@ def _reset_usage(usage: dict, context: int) -> None:
             usage["cache_creation"][key] = 0
 
 
-def _produce(t: Transcript, lines: list[Entry], new_sid: str, overhead: int, options: ForgeOptions,
-             expect: Expectation, carried: carry.Carried):
+def _produce(
+    t: Transcript,
+    lines: list[Entry],
+    new_sid: str,
+    overhead: int,
+    options: ForgeOptions,
+    expect: Expectation,
+    carried: carry.Carried,
+):
     """Yield the new file's lines: one linear chain, new session id, strictly increasing timestamps."""
     prev_uuid: str | None = None
     prev_when: dt.datetime | None = None
@@ -534,25 +607,42 @@ def _thinking_of(message: dict) -> list[tuple[str, str]]:
     content = message.get("content")
     if not isinstance(content, list):
         return []
-    return [(b.get("thinking") or b.get("data") or "", b.get("signature") or "") for b in content
-            if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")]
+    return [
+        (b.get("thinking") or b.get("data") or "", b.get("signature") or "")
+        for b in content
+        if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
+    ]
 
 
-def _run_entry(mode: str, old_sid: str, new_sid: str | None, options: ForgeOptions, *, ok: bool,
-               error: str | None = None, summary: ForgeResult | None = None) -> dict:
+def _run_entry(
+    mode: str,
+    old_sid: str,
+    new_sid: str | None,
+    options: ForgeOptions,
+    *,
+    ok: bool,
+    error: str | None = None,
+    summary: ForgeResult | None = None,
+) -> dict:
     """The history log's line for one writing run: old sid, new sid, mode, options (the handoff text
     left out: it belongs to the person) and the result."""
     opts = asdict(options) if is_dataclass(options) else dict(vars(options))
     opts.pop("inject_text", None)  # the handoff text itself belongs to the person, not to a log
     opts.pop("history", None)
     entry = {
-        "mode": mode, "old_sid": old_sid, "new_sid": new_sid, "ok": ok,
+        "mode": mode,
+        "old_sid": old_sid,
+        "new_sid": new_sid,
+        "ok": ok,
         "options": json.loads(json.dumps(opts, default=str)),
     }
     if error:
         entry["error"] = error
     if summary is not None:
         s = asdict(summary)
-        entry["result"] = {k: s[k] for k in ("events_kept", "tokens_kept", "pct_before", "pct_after",
-                                             "new_path", "bytes_after") if k in s}
+        entry["result"] = {
+            k: s[k]
+            for k in ("events_kept", "tokens_kept", "pct_before", "pct_after", "new_path", "bytes_after")
+            if k in s
+        }
     return entry

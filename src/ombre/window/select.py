@@ -7,6 +7,7 @@ summary with no person message after it — may cut inside that turn, at the sta
 which no earlier tool call is left waiting; the new window then opens with a user line of its own (forge
 writes the handoff or a short marker there).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -114,9 +115,10 @@ def parse_moment(text: str) -> dt.datetime:
     try:
         moment = dt.datetime.fromisoformat(candidate)
     except ValueError:
-        raise UsageError(f"cannot read the time {text!r}",
-                         hint="use 'YYYY-MM-DD HH:MM' (Asia/Shanghai), ISO 8601 with a zone, or Unix seconds/ms"
-                         ) from None
+        raise UsageError(
+            f"cannot read the time {text!r}",
+            hint="use 'YYYY-MM-DD HH:MM' (Asia/Shanghai), ISO 8601 with a zone, or Unix seconds/ms",
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=TZ)
     return moment
@@ -151,20 +153,26 @@ def resolve_end(events: list[Entry], spec: EndSpec, side: str, measure: "Measure
     n = len(events)
     if spec.idx is not None:
         if not 0 <= spec.idx < n:
-            raise SelectionError(f"--keep-{side}-idx {spec.idx} is outside the session's events 0..{n - 1}",
-                                 hint="list anchors with `ombre anchors` to see valid idx values")
+            raise SelectionError(
+                f"--keep-{side}-idx {spec.idx} is outside the session's events 0..{n - 1}",
+                hint="list anchors with `ombre anchors` to see valid idx values",
+            )
         return spec.idx
     if spec.uuid:
         prefix = spec.uuid.lower()
         hits = [e for e in events if e.uuid.lower().startswith(prefix)]
         if not hits:
-            raise SelectionError(f"--keep-{side}-uuid {spec.uuid!r} matches no conversation event",
-                                 hint="copy a uuid from `ombre anchors`; progress/system lines are not events")
+            raise SelectionError(
+                f"--keep-{side}-uuid {spec.uuid!r} matches no conversation event",
+                hint="copy a uuid from `ombre anchors`; progress/system lines are not events",
+            )
         if len(hits) > 1:
             measure(hits[:20])
-            raise SelectionError(f"--keep-{side}-uuid {spec.uuid!r} is ambiguous ({len(hits)} events)",
-                                 candidates=[_candidate(e) for e in hits[:20]],
-                                 hint="give a longer prefix, or use --keep-{side}-idx")
+            raise SelectionError(
+                f"--keep-{side}-uuid {spec.uuid!r} is ambiguous ({len(hits)} events)",
+                candidates=[_candidate(e) for e in hits[:20]],
+                hint="give a longer prefix, or use --keep-{side}-idx",
+            )
         return hits[0].idx
     moment = parse_moment(spec.ts or "")
     stamped = [(e.idx, e.when) for e in events if e.when is not None]
@@ -179,8 +187,14 @@ def resolve_end(events: list[Entry], spec: EndSpec, side: str, measure: "Measure
 
 def _resolved(events: list[Entry], spec: EndSpec, idx: int, turn_idx: int) -> ResolvedEnd:
     e = events[idx]
-    return ResolvedEnd(spec.describe() if spec.given else "session " + ("start" if turn_idx == 0 else "end"),
-                       idx, turn_idx, e.uuid, local_time(e), e.text_preview)
+    return ResolvedEnd(
+        spec.describe() if spec.given else "session " + ("start" if turn_idx == 0 else "end"),
+        idx,
+        turn_idx,
+        e.uuid,
+        local_time(e),
+        e.text_preview,
+    )
 
 
 Measure = Callable[[list[Entry]], object]
@@ -194,11 +208,13 @@ def select(events: list[Entry], selector: Selector, measure: Measure = lambda en
     """
     spans = turns(events)
     if not spans:
-        raise SelectionError("the session has no conversation events on its active chain",
-                             hint="check the file with `ombre anchors`; nothing can be kept from it")
+        raise SelectionError(
+            "the session has no conversation events on its active chain",
+            hint="check the file with `ombre anchors`; nothing can be kept from it",
+        )
 
     def size(t: int) -> int:
-        chunk = events[spans[t][0]:spans[t][1]]
+        chunk = events[spans[t][0] : spans[t][1]]
         measure(chunk)
         return sum(e.size for e in chunk)
 
@@ -228,8 +244,11 @@ def select(events: list[Entry], selector: Selector, measure: Measure = lambda en
         sel.days = [d.isoformat() for d in selector.keep_days]
         if not chosen:
             present = sorted({d.isoformat() for d in day_of if d})
-            raise SelectionError(f"no turn of this session starts on {', '.join(sel.days)} (Asia/Shanghai)",
-                                 candidates=present, hint="pick days from the list above")
+            raise SelectionError(
+                f"no turn of this session starts on {', '.join(sel.days)} (Asia/Shanghai)",
+                candidates=present,
+                hint="pick days from the list above",
+            )
     else:
         first = resolve_end(events, selector.keep_from, "from", measure) if selector.keep_from.given else 0
         last = resolve_end(events, selector.keep_to, "to", measure) if selector.keep_to.given else len(events) - 1
@@ -237,7 +256,8 @@ def select(events: list[Entry], selector: Selector, measure: Measure = lambda en
             raise SelectionError(
                 f"the range is backwards: from resolves to idx {first} ({local_time(events[first])}), "
                 f"after to at idx {last} ({local_time(events[last])})",
-                hint="swap the two ends, or check the times with `ombre anchors`")
+                hint="swap the two ends, or check the times with `ombre anchors`",
+            )
         t_first = next(t for t, (s, e) in enumerate(spans) if s <= first < e)
         t_last = next(t for t, (s, e) in enumerate(spans) if s <= last < e)
         chosen = list(range(t_first, t_last + 1))
@@ -263,8 +283,13 @@ def cut_inside(events: list[Entry], span: tuple[int, int], budget: int) -> int |
     points: list[int] = []
     for i in range(start, end):
         e = events[i]
-        if e.type == "assistant" and finished and not waiting and e.msg_id \
-                and e.msg_id != _previous_msg_id(events, i, start):
+        if (
+            e.type == "assistant"
+            and finished
+            and not waiting
+            and e.msg_id
+            and e.msg_id != _previous_msg_id(events, i, start)
+        ):
             points.append(i)
         waiting |= set(e.tool_uses)
         finished += len(waiting & set(e.tool_results))
@@ -290,26 +315,42 @@ def _previous_msg_id(events: list[Entry], i: int, start: int) -> str | None:
 def _end(side: str, idx: int | None, uuid: str | None, ts: str | None) -> EndSpec:
     given = [name for name, v in (("idx", idx), ("uuid", uuid), ("ts", ts)) if v is not None]
     if len(given) > 1:
-        raise UsageError(f"--keep-{side}-{given[0]} and --keep-{side}-{given[1]} name the same end twice",
-                         hint=f"give one of --keep-{side}-idx/-uuid/-ts")
+        raise UsageError(
+            f"--keep-{side}-{given[0]} and --keep-{side}-{given[1]} name the same end twice",
+            hint=f"give one of --keep-{side}-idx/-uuid/-ts",
+        )
     return EndSpec(idx=idx, uuid=uuid, ts=ts)
 
 
-def build_selector(default_retain: int, default_max_kept: int, *, retain: int | None = None,
-                   keep_days: str | None = None, keep_from_idx: int | None = None, keep_from_uuid: str | None = None,
-                   keep_from_ts: str | None = None, keep_to_idx: int | None = None, keep_to_uuid: str | None = None,
-                   keep_to_ts: str | None = None, max_kept: int | None = None) -> Selector:
+def build_selector(
+    default_retain: int,
+    default_max_kept: int,
+    *,
+    retain: int | None = None,
+    keep_days: str | None = None,
+    keep_from_idx: int | None = None,
+    keep_from_uuid: str | None = None,
+    keep_from_ts: str | None = None,
+    keep_to_idx: int | None = None,
+    keep_to_uuid: str | None = None,
+    keep_to_ts: str | None = None,
+    max_kept: int | None = None,
+) -> Selector:
     """The selection the person asked for (CLI options or the dashboard's range picker), checked alike."""
     keep_from = _end("from", keep_from_idx, keep_from_uuid, keep_from_ts)
     keep_to = _end("to", keep_to_idx, keep_to_uuid, keep_to_ts)
     picking = bool(keep_days) or keep_from.given or keep_to.given
     if picking and retain is not None:
-        raise UsageError("--retain cannot be combined with --keep-days or --keep-from/--keep-to",
-                         hint="keep the recent N tokens, or keep a chosen set; not both")
+        raise UsageError(
+            "--retain cannot be combined with --keep-days or --keep-from/--keep-to",
+            hint="keep the recent N tokens, or keep a chosen set; not both",
+        )
     if keep_days and (keep_from.given or keep_to.given):
-        raise UsageError("--keep-days cannot be combined with --keep-from/--keep-to",
-                         hint="choose days, or a range")
+        raise UsageError("--keep-days cannot be combined with --keep-from/--keep-to", hint="choose days, or a range")
     return Selector(
         retain=None if picking else (default_retain if retain is None else retain),
-        keep_days=parse_days(keep_days) if keep_days else (), keep_from=keep_from, keep_to=keep_to,
-        max_kept=default_max_kept if max_kept is None else max_kept)
+        keep_days=parse_days(keep_days) if keep_days else (),
+        keep_from=keep_from,
+        keep_to=keep_to,
+        max_kept=default_max_kept if max_kept is None else max_kept,
+    )

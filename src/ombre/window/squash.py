@@ -3,6 +3,7 @@
 Pure functions over one parsed transcript line. Dialogue text and thinking are never touched:
 what gets squashed is tool output, tool input and image/document base64.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,8 +54,12 @@ def image_placeholder(block: dict) -> dict:
 
 
 def _is_binary_block(block: object) -> bool:
-    return isinstance(block, dict) and block.get("type") in ("image", "document") and isinstance(
-        block.get("source"), dict) and block["source"].get("type") == "base64"
+    return (
+        isinstance(block, dict)
+        and block.get("type") in ("image", "document")
+        and isinstance(block.get("source"), dict)
+        and block["source"].get("type") == "base64"
+    )
 
 
 def _squash_value(value: object, cap: int, stats: SquashStats) -> object:
@@ -75,8 +80,11 @@ def _squash_value(value: object, cap: int, stats: SquashStats) -> object:
             if key in _BASE64_KEYS and isinstance(item, str) and len(item) > cap:
                 stats.images += 1
                 stats.chars_removed += len(item)
-                value[key] = IMAGE_MARK.format(what="二进制", mime=value.get("media_type") or value.get(
-                    "type") or "unknown", kb=round(len(item) * 3 / 4 / 1024))
+                value[key] = IMAGE_MARK.format(
+                    what="二进制",
+                    mime=value.get("media_type") or value.get("type") or "unknown",
+                    kb=round(len(item) * 3 / 4 / 1024),
+                )
             else:
                 value[key] = _squash_value(item, cap, stats)
         return value

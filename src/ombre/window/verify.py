@@ -1,4 +1,5 @@
 """The invariants a rewritten session must hold before anything may point at it."""
+
 from __future__ import annotations
 
 import re
@@ -28,9 +29,10 @@ def verify_session(path: Path, expect: Expectation) -> None:
     """Raise InvariantError naming the first broken rule; return quietly when the file is sound."""
     problems = check_session(path, expect)
     if problems:
-        raise InvariantError("the new session failed verification and was not put in place:\n  "
-                             + "\n  ".join(problems[:10]),
-                             hint="this is a bug in ombre; the original session is untouched and still usable")
+        raise InvariantError(
+            "the new session failed verification and was not put in place:\n  " + "\n  ".join(problems[:10]),
+            hint="this is a bug in ombre; the original session is untouched and still usable",
+        )
 
 
 def check_session(path: Path, expect: Expectation | None = None) -> list[str]:
@@ -41,8 +43,10 @@ def check_session(path: Path, expect: Expectation | None = None) -> list[str]:
             problems.append(f"line {line.lineno} is not valid JSON: {line.error}")
             continue
         if not line.raw.startswith(b'{"parentUuid":'):
-            problems.append(f"line {line.lineno} does not start with {{\"parentUuid\": (Claude Code's reader "
-                            f"of big files would skip it)")
+            problems.append(
+                f'line {line.lineno} does not start with {{"parentUuid": (Claude Code\'s reader '
+                f"of big files would skip it)"
+            )
         m = _UUID_THEN_TS.search(line.raw)
         if not m or m.group(1).decode() != line.obj.get("uuid"):
             problems.append(f"line {line.lineno}: uuid is not directly followed by timestamp")
@@ -131,25 +135,38 @@ def _check_tool_pairs(messages: list[dict], source_pairs: set[str] | None) -> li
     seen_ids: set[str] = set()
     for n, (role, blocks) in enumerate(api):
         if role == "assistant":
-            ids = [b["id"] for b in blocks
-                   if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
+            ids = [
+                b["id"]
+                for b in blocks
+                if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+            ]
             for tid in ids:
                 if tid in seen_ids:
                     problems.append(f"tool_use id {tid} appears twice")
                 seen_ids.add(tid)
             nxt = api[n + 1][1] if n + 1 < len(api) else []
-            answered = {b.get("tool_use_id") for b in nxt if isinstance(b, dict) and b.get("type") == "tool_result"
-                        and isinstance(b.get("tool_use_id"), str)}
+            answered = {
+                b.get("tool_use_id")
+                for b in nxt
+                if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)
+            }
             for tid in ids:
                 if tid not in answered and (source_pairs is None or tid in source_pairs):
                     problems.append(f"tool_use {tid} lost its tool_result")
         else:
             prev = api[n - 1][1] if n > 0 else []
-            asked = {b.get("id") for b in prev if isinstance(b, dict) and b.get("type") == "tool_use"
-                     and isinstance(b.get("id"), str)}
+            asked = {
+                b.get("id")
+                for b in prev
+                if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+            }
             for b in blocks:
-                if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str) \
-                        and b.get("tool_use_id") not in asked:
+                if (
+                    isinstance(b, dict)
+                    and b.get("type") == "tool_result"
+                    and isinstance(b.get("tool_use_id"), str)
+                    and b.get("tool_use_id") not in asked
+                ):
                     if source_pairs is None or b["tool_use_id"] in source_pairs:
                         problems.append(f"tool_result for {b.get('tool_use_id')} lost its tool_use")
     return problems
@@ -160,8 +177,12 @@ def _check_required(messages: list[dict], required: list[str]) -> list[str]:
     if not required:
         return []
     said = "\n\n".join(message_text(o) for o in messages if o.get("type") == "user")
-    return [f"the new window lost what the model knew: {clip(text, 60)!r} is not in it (the newest person's "
-            "words, or the compaction summary standing for them)" for text in required if text not in said]
+    return [
+        f"the new window lost what the model knew: {clip(text, 60)!r} is not in it (the newest person's "
+        "words, or the compaction summary standing for them)"
+        for text in required
+        if text not in said
+    ]
 
 
 def _check_thinking(objs: list[dict], expect: Expectation) -> list[str]:
@@ -173,9 +194,15 @@ def _check_thinking(objs: list[dict], expect: Expectation) -> list[str]:
             continue
         message = o.get("message")
         content = message.get("content") if isinstance(message, dict) else None
-        got = [(b.get("thinking") or b.get("data") or "", b.get("signature") or "") for b in content
-               if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")] if isinstance(
-            content, list) else []
+        got = (
+            [
+                (b.get("thinking") or b.get("data") or "", b.get("signature") or "")
+                for b in content
+                if isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
+            ]
+            if isinstance(content, list)
+            else []
+        )
         if got != want:
             problems.append(f"thinking blocks of {o.get('uuid')} changed")
     return problems

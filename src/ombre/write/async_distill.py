@@ -12,6 +12,7 @@ write_gate (low-surprise ones are only logged) and, where it applies, commitment
 daily quota caps automatic holds. A failing model means this run writes nothing and the cursor stays where
 it was.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -35,10 +36,12 @@ TURNS_TRIGGER = 5
 IDLE_TRIGGER_S = 600
 WARMUP_TURNS = 10
 KINDS = ("承诺", "约定", "规则", "事件", "偏好", "关系", "感受")  # what a model's candidate may be; else 事件
-SYSTEM = ("你从一段陪伴对话里挑出值得长期记住的事，最多 3 条，可以是 0 条。只看「对方」说的话，绝不把「我」（助手）"
-          "说的话当成对方的事实。只输出 JSON：{\"candidates\": [{\"type\": \"承诺|约定|规则|事件|偏好|关系|感受\", "
-          "\"content\": \"一句话概括\", \"quote\": \"对方的原话，一字不改，最多两句\", \"importance\": 1-10}]}。"
-          "闲聊、一时的情绪、寒暄不要记。")
+SYSTEM = (
+    "你从一段陪伴对话里挑出值得长期记住的事，最多 3 条，可以是 0 条。只看「对方」说的话，绝不把「我」（助手）"
+    '说的话当成对方的事实。只输出 JSON：{"candidates": [{"type": "承诺|约定|规则|事件|偏好|关系|感受", '
+    '"content": "一句话概括", "quote": "对方的原话，一字不改，最多两句", "importance": 1-10}]}。'
+    "闲聊、一时的情绪、寒暄不要记。"
+)
 
 
 def start_path(settings: Settings) -> Path:
@@ -67,10 +70,14 @@ def reads_from(settings: Settings) -> str:
     at = started(settings)
     since = settings.local(at.isoformat()) if at else "the first distillation"
     if settings.distill_warmup:
-        return (f"sessions begun since {since} are read from their start; older ones from then on, plus their "
-                f"last {WARMUP_TURNS * 2} turns (warm-up on)")
-    return (f"sessions begun since {since} are read from their start; older ones only from then on "
-            "(OMBRE_DISTILL_WARMUP=1 also reads their last turns)")
+        return (
+            f"sessions begun since {since} are read from their start; older ones from then on, plus their "
+            f"last {WARMUP_TURNS * 2} turns (warm-up on)"
+        )
+    return (
+        f"sessions begun since {since} are read from their start; older ones only from then on "
+        "(OMBRE_DISTILL_WARMUP=1 also reads their last turns)"
+    )
 
 
 @dataclass
@@ -108,22 +115,36 @@ class DistillResult:
         return asdict(self)
 
 
-def rules_candidates(turns: list[Turn], examples: distill_rules.Examples | None = None,
-                     add_from: float | None = None, explain: list[dict] | None = None) -> list[Candidate]:
+def rules_candidates(
+    turns: list[Turn],
+    examples: distill_rules.Examples | None = None,
+    add_from: float | None = None,
+    explain: list[dict] | None = None,
+) -> list[Candidate]:
     """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed; `explain`
     collects how each clause was read (distill_rules.candidates)."""
     person = [(n, t.text) for n, t in enumerate(turns) if t.who == "person"]
     # the person turns that answer a question of the assistant's ("满月是哪天呀" → "下个月12号")
-    answers = {n for n, t in enumerate(turns) if t.who == "person" and n and turns[n - 1].who == "assistant"
-               and distill_rules.asks(turns[n - 1].text)}
+    answers = {
+        n
+        for n, t in enumerate(turns)
+        if t.who == "person" and n and turns[n - 1].who == "assistant" and distill_rules.asks(turns[n - 1].text)
+    }
     # the person turns whose proposal the assistant said yes to ("…我们视频吧，好不好" → "好呀")
-    accepted = {n for n, t in enumerate(turns) if t.who == "person" and n + 1 < len(turns)
-                and turns[n + 1].who == "assistant" and distill_rules.accepts(
-                    turns[n + 1].text,
-                    turns[n + 2].text if n + 2 < len(turns) and turns[n + 2].who == "person" else "")}
-    return [Candidate(kept.kind, distill_rules.memory_text(clause), clause, kept.importance, turns[n].uuid,
-                      turns[n].when)
-            for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from, accepted, explain)]
+    accepted = {
+        n
+        for n, t in enumerate(turns)
+        if t.who == "person"
+        and n + 1 < len(turns)
+        and turns[n + 1].who == "assistant"
+        and distill_rules.accepts(
+            turns[n + 1].text, turns[n + 2].text if n + 2 < len(turns) and turns[n + 2].who == "person" else ""
+        )
+    }
+    return [
+        Candidate(kept.kind, distill_rules.memory_text(clause), clause, kept.importance, turns[n].uuid, turns[n].when)
+        for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from, accepted, explain)
+    ]
 
 
 def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
@@ -144,8 +165,9 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
         kind = given if isinstance(given, str) and given in KINDS else "事件"
         importance = item.get("importance")
         importance = importance if isinstance(importance, int) and 1 <= importance <= 10 else 5
-        out.append(Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid,
-                             source.when))
+        out.append(
+            Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid, source.when)
+        )
     return distill_rules.capped(out, lambda c: c.type, lambda c: c.importance)
 
 
@@ -175,8 +197,15 @@ class Distiller:
                     return json.loads(parent)
         return None
 
-    def run(self, path: Path, *, force: bool = False, dry_run: bool = False, explain: bool = False,
-            now: dt.datetime | None = None) -> DistillResult:
+    def run(
+        self,
+        path: Path,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        explain: bool = False,
+        now: dt.datetime | None = None,
+    ) -> DistillResult:
         now = now or dt.datetime.now(dt.timezone.utc)
         if not self.settings.async_distill:  # decided before the transcript is read (seconds for a long one)
             return self._log(DistillResult(Path(path).stem, False, "ASYNC_DISTILL=0"))
@@ -215,10 +244,27 @@ class Distiller:
         for c in candidates:
             said_at = parse_timestamp(c.when)
             day = shanghai_date(said_at) if said_at else None
-            held = self.service.hold(HoldRequest(content=c.content, type=c.type, importance=c.importance,
-                                                 quote=c.quote, from_session=sid, evidence_date=day, source="auto"))
-            result.held.append({"content": c.content, "stored": held.stored, "decision": held.decision,
-                                "id": held.id, "status": held.status, "reasons": held.reasons})
+            held = self.service.hold(
+                HoldRequest(
+                    content=c.content,
+                    type=c.type,
+                    importance=c.importance,
+                    quote=c.quote,
+                    from_session=sid,
+                    evidence_date=day,
+                    source="auto",
+                )
+            )
+            result.held.append(
+                {
+                    "content": c.content,
+                    "stored": held.stored,
+                    "decision": held.decision,
+                    "id": held.id,
+                    "status": held.status,
+                    "reasons": held.reasons,
+                }
+            )
         if advance:
             self._save_cursor(sid, new[-1])
             result.cursor = new[-1].uuid
@@ -232,7 +278,7 @@ class Distiller:
             return turns, "; new session: read from its start"
         since = [t for t in turns if (parse_timestamp(t.when) or began) >= start]
         if self.settings.distill_warmup:
-            recent = turns[-WARMUP_TURNS * 2:]
+            recent = turns[-WARMUP_TURNS * 2 :]
             return (since if len(since) > len(recent) else recent), "; older session: warm-up reads its last turns"
         return since, f"; older session: read from {start.isoformat(timespec='seconds')} (when ombre started) on"
 
@@ -271,20 +317,25 @@ def _after(turns: list[Turn], cursor: dict | None) -> list[Turn]:
         return turns
     for i, t in enumerate(turns):
         if t.uuid == cursor.get("uuid"):
-            return turns[i + 1:]
+            return turns[i + 1 :]
     when = cursor.get("when")
     return [t for t in turns if t.when and when and t.when > when]
 
 
 def status(settings: Settings, service: MemoryService, path: Path | None) -> dict:
-    report = {"enabled": settings.async_distill, "daily_cap": settings.auto_hold_daily,
-              "model": {"backend": settings.llm, **ledger(settings).today()},
-              "auto_holds_today": service.store.gate_count(shanghai_date(now_utc()), "auto",
-                                                           write_gate.QUOTA_DECISIONS),
-              "last_outcomes": jsonl_log.read(settings.distill_log, limit=20)}
+    report = {
+        "enabled": settings.async_distill,
+        "daily_cap": settings.auto_hold_daily,
+        "model": {"backend": settings.llm, **ledger(settings).today()},
+        "auto_holds_today": service.store.gate_count(shanghai_date(now_utc()), "auto", write_gate.QUOTA_DECISIONS),
+        "last_outcomes": jsonl_log.read(settings.distill_log, limit=20),
+    }
     if path is not None:
         sid, turns = read_turns(path)
         cursor = Distiller(settings, service).cursor(sid)
-        report |= {"session": sid, "cursor": cursor,
-                   "new_person_turns": len([t for t in _after(turns, cursor) if t.who == "person"]) if cursor else None}
+        report |= {
+            "session": sid,
+            "cursor": cursor,
+            "new_person_turns": len([t for t in _after(turns, cursor) if t.who == "person"]) if cursor else None,
+        }
     return report

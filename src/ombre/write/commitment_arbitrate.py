@@ -9,6 +9,7 @@ another time on the same days with no change word is a contradiction; another da
 stands beside it. A model backend (write/llm.py) decides instead when one is configured; when it fails or
 is late, hold writes the memory as 未确认.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,20 +22,26 @@ from ..memory.slot import Slot, slot_of, when_of
 from ..settings import Settings
 from .llm import JsonModel, ModelError, OverBudget, from_settings
 
-CHANGE = re.compile(r"改成|改到|改为|改在|改用|换成|换到|以后都|以后也|之后都|之后也|从今以后|从此|还是用|"
-                    r"还是.{0,6}吧|不再|不.{1,6}了|取消|算了")
+CHANGE = re.compile(
+    r"改成|改到|改为|改在|改用|换成|换到|以后都|以后也|之后都|之后也|从今以后|从此|还是用|"
+    r"还是.{0,6}吧|不再|不.{1,6}了|取消|算了"
+)
 MERGE = re.compile(r"另外|还要|再加|也要|顺便|同时")
-SITUATION = re.compile(r"有[^，。,；;]{1,8}?在(?:场)?(?:的)?时(?:候)?|当着[^，。,；;]{1,8}?(?:的)?面|"
-                       r"在(?:家|公司|外面|学校|单位|[^，。,；;\s]{1,6}?)(?:里)?(?:的)?时(?:候)?|"
-                       r"[^，。,；;\s]{1,8}?的时候")
+SITUATION = re.compile(
+    r"有[^，。,；;]{1,8}?在(?:场)?(?:的)?时(?:候)?|当着[^，。,；;]{1,8}?(?:的)?面|"
+    r"在(?:家|公司|外面|学校|单位|[^，。,；;\s]{1,6}?)(?:里)?(?:的)?时(?:候)?|"
+    r"[^，。,；;\s]{1,8}?的时候"
+)
 # Which days a time names, as one spelling: 每周三 = 周三 = 星期三 = 礼拜三.
 _DAY = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天末])|(每天|每晚|每早|天天)|(\d{1,2}\s*[号日]|[今明后]天)")
 
-SYSTEM = ("你是陪伴型助手的记忆仲裁员。给你一条新记忆和几条旧记忆，判断新记忆该怎么处理，只输出一个 JSON 对象："
-          '{"action": "add|skip|overwrite|merge|coexist|contradiction", "target": "旧记忆 id 或 null", '
-          '"situation": "并存时新记忆的情境", "old_situation": "并存时旧记忆的情境", "merged": "合并后的内容", '
-          '"reason": "一句话理由"}。overwrite=对方改口，旧的不再有效；merge=补充同一件事；coexist=不同情境各自成立；'
-          "contradiction=互相排斥又没有改口；skip=已经记过；add=无关的新事。不要编造对方没说过的话。")
+SYSTEM = (
+    "你是陪伴型助手的记忆仲裁员。给你一条新记忆和几条旧记忆，判断新记忆该怎么处理，只输出一个 JSON 对象："
+    '{"action": "add|skip|overwrite|merge|coexist|contradiction", "target": "旧记忆 id 或 null", '
+    '"situation": "并存时新记忆的情境", "old_situation": "并存时旧记忆的情境", "merged": "合并后的内容", '
+    '"reason": "一句话理由"}。overwrite=对方改口，旧的不再有效；merge=补充同一件事；coexist=不同情境各自成立；'
+    "contradiction=互相排斥又没有改口；skip=已经记过；add=无关的新事。不要编造对方没说过的话。"
+)
 
 
 def situation_of(text: str) -> str:
@@ -79,27 +86,43 @@ def rules_verdict(new: Memory, candidates: list[tuple[Memory, float]]) -> Verdic
         occasion = when_of(new.content)
         joined = next((old for old, _ in candidates if occasion and when_of(old.content) == occasion), None)
         if joined is not None and MERGE.search(text):
-            return Verdict("merge", joined.id, merged=f"{joined.content}；{new.content}",
-                           reason=f"同一时间（{'、'.join(sorted(occasion))}）的补充")
+            return Verdict(
+                "merge",
+                joined.id,
+                merged=f"{joined.content}；{new.content}",
+                reason=f"同一时间（{'、'.join(sorted(occasion))}）的补充",
+            )
         return Verdict("add", reason=f"没有同一件事的旧承诺或规则（这件是：{_describe(slot)}）")
     old = same[0]
     what = _describe(slot)
     new_situation, old_situation = situation_of(text), old.situation or situation_of(old.content)
     if new_situation and new_situation != old_situation:
-        return Verdict("coexist", old.id, situation=new_situation, old_situation=old_situation,
-                       reason=f"同一件事（{what}），不同情境：{new_situation} / {old_situation or '其他情境'}")
+        return Verdict(
+            "coexist",
+            old.id,
+            situation=new_situation,
+            old_situation=old_situation,
+            reason=f"同一件事（{what}），不同情境：{new_situation} / {old_situation or '其他情境'}",
+        )
     if CHANGE.search(text):
         return Verdict("overwrite", old.id, reason=f"同一件事（{what}）对方改口，新的取代旧的")
     if MERGE.search(text):
         return Verdict("merge", old.id, merged=f"{old.content}；{new.content}", reason=f"同一件事（{what}）的补充")
     old_days, new_days = _days(old.content), _days(new.content)
     if old_days != new_days:
-        return Verdict("add", reason=f"同一件事（{what}）在不同的日子（{'、'.join(sorted(old_days)) or '未说'} / "
-                                     f"{'、'.join(sorted(new_days)) or '未说'}），各自成立")
+        return Verdict(
+            "add",
+            reason=f"同一件事（{what}）在不同的日子（{'、'.join(sorted(old_days)) or '未说'} / "
+            f"{'、'.join(sorted(new_days)) or '未说'}），各自成立",
+        )
     old_clock, new_clock = _clock(old.content), _clock(new.content)
     if old_clock and new_clock and old_clock != new_clock:
-        return Verdict("contradiction", old.id, reason=f"同一件事（{what}）两个时间（{'、'.join(sorted(old_clock))} / "
-                                                       f"{'、'.join(sorted(new_clock))}），又没有改口")
+        return Verdict(
+            "contradiction",
+            old.id,
+            reason=f"同一件事（{what}）两个时间（{'、'.join(sorted(old_clock))} / "
+            f"{'、'.join(sorted(new_clock))}），又没有改口",
+        )
     return Verdict("add", reason=f"同一件事（{what}），说法不冲突")
 
 
@@ -115,9 +138,15 @@ def model_verdict(model: JsonModel, new: Memory, candidates: list[tuple[Memory, 
     if action in NEEDS_TARGET and target not in ids:
         raise ModelError(f"{action} needs one of the given ids, got {target!r}")
     text = lambda key: str(answer.get(key) or "")[:200]  # noqa: E731
-    return Verdict(action, target if action in NEEDS_TARGET else None, situation=text("situation"),
-                   old_situation=text("old_situation"), merged=text("merged"), reason=text("reason"),
-                   by=model.name)
+    return Verdict(
+        action,
+        target if action in NEEDS_TARGET else None,
+        situation=text("situation"),
+        old_situation=text("old_situation"),
+        merged=text("merged"),
+        reason=text("reason"),
+        by=model.name,
+    )
 
 
 def arbiter(settings: Settings, service: MemoryService) -> Callable[[Memory], Verdict]:

@@ -25,6 +25,7 @@ is at hand, each clause is also compared with the labelled example clauses of th
 when its nearest examples are mostly worth keeping (at most one a turn). Hard negatives (questions,
 cancels, guesses, markers) stay dropped.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,6 +62,7 @@ _Item = TypeVar("_Item")
 
 def capped(items: list[_Item], kind: Callable[[_Item], str], importance: Callable[[_Item], int]) -> list[_Item]:
     """`items` (most binding first) within MAX_CANDIDATES, every binding or grave one kept whatever the cap."""
+
     def kept(x: _Item) -> bool:
         return kind(x) in BINDING or importance(x) >= 7
 
@@ -68,43 +70,58 @@ def capped(items: list[_Item], kind: Callable[[_Item], str], importance: Callabl
     room = max(0, MAX_CANDIDATES - (len(items) - len(rest)))
     return [x for x in items if kept(x) or x in rest[:room]]
 
+
 # A clause ends at Chinese or Western punctuation, a line break, a tilde, an emoji, or a space between
 # two pieces of text (chat apps: "我芒果过敏 吃一口嘴巴肿").
-_CLAUSE_END = re.compile(r"[，,。.!！?？；;~～…\n]+|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])|"
-                         r"[\U0001F000-\U0001FFFF\u2600-\u27BF]+")
+_CLAUSE_END = re.compile(
+    r"[，,。.!！?？；;~～…\n]+|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])|"
+    r"[\U0001F000-\U0001FFFF\u2600-\u27BF]+"
+)
 _QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|‘[^’]*’")
-_QUESTION_END = re.compile(r"[?？]|[吗么嘛]$|呢$|(?:好不好|行不行|可以吗|可不可以|能不能|成不|行吧|可以吧|好吗|行吗|可以不|好嘛)$")
-_QUESTION = re.compile(r"要不要|是不是|有没有|会不会|能不能|可不可以|哪个|哪家|哪里|哪儿|什么|啥|怎么|咋|多少|几点|几号|"
-                       r"谁|为什么|为啥|还是.{1,10}(?:好|呢|呀|啊)$|^你觉得|^你说|^你猜|"
-                       # any A-not-A ("该不该", "碰得碰不得") or A-or-B ("二十三…还是二十四…") question
-                       r"(?P<v>[\u4e00-\u9fff])[不没](?P=v)|(?P<w>[\u4e00-\u9fff])得(?P=w)不得|是[^还]{1,10}还是|"
-                       # an English question's first word, not a contraction of it ("can't eat shellfish" says, not asks)
-                       r"(?i:^(?:should|do|does|did|can|could|would|will|is|are|am|what|why|how|when|where|who|which)\b(?!['’]))")
+_QUESTION_END = re.compile(
+    r"[?？]|[吗么嘛]$|呢$|(?:好不好|行不行|可以吗|可不可以|能不能|成不|行吧|可以吧|好吗|行吗|可以不|好嘛)$"
+)
+_QUESTION = re.compile(
+    r"要不要|是不是|有没有|会不会|能不能|可不可以|哪个|哪家|哪里|哪儿|什么|啥|怎么|咋|多少|几点|几号|"
+    r"谁|为什么|为啥|还是.{1,10}(?:好|呢|呀|啊)$|^你觉得|^你说|^你猜|"
+    # any A-not-A ("该不该", "碰得碰不得") or A-or-B ("二十三…还是二十四…") question
+    r"(?P<v>[\u4e00-\u9fff])[不没](?P=v)|(?P<w>[\u4e00-\u9fff])得(?P=w)不得|是[^还]{1,10}还是|"
+    # an English question's first word, not a contraction of it ("can't eat shellfish" says, not asks)
+    r"(?i:^(?:should|do|does|did|can|could|would|will|is|are|am|what|why|how|when|where|who|which)\b(?!['’]))"
+)
 # what makes a request a real question ("你说我是不是太拖延了"), not a request asked nicely ("…好不好")
 _WH = re.compile(r"什么|怎么|咋|为什么|为啥|哪|谁|多少|几[点号个天]|^你觉得|^你说|^你猜|是不是|有没有|要不要")
 # the question a request asks the companion to put to the person ("每次下播你都问我一句今天嗓子咋样")
 _ASKED_OF_ME = re.compile(r"问(?:问)?我.*$")
 # said to the companion about how it should be from now on
 _ONGOING = r"(?:以后|今后|从今|从现在|往后|每次|每回|每当|每天|每晚|每周|每个|每逢|不管|无论|到时候|等我|下次|只要)"
-_TO_YOU = re.compile(_ONGOING + r".{0,24}(?:你|提醒|叫我|喊我|陪|跟我|给我|回我|催|夸|骂|监督|打卡|问我|告诉我|说)|"
-                     r"(?:你|帮我).{0,8}(?:要|得|必须|一定|记得|别(?!人)|不要|不许|可别|就|多|少)|"
-                     r"你(?:也|就|都|要|得).{0,10}(?:回|说|用|叫|陪|提醒|催|夸|骂)|"
-                     r"提醒我|叫我|喊我|称呼我|催我|陪我|监督我|记得|别忘了|答应我|说好|约好|约定|拉钩|一言为定|"
-                     r"我保证|我答应你|我发誓|提我|帮我记|"
-                     r"(?i:\b(?:don'?t|do not|never|always|please|pls)\b.{0,20}\b(?:call me|remind me|tell me|ask me|say)\b|"
-                     r"\bcall me\b|\bremind me\b|\bpromise me\b|\bdon'?t (?:bring up|mention|ask)\b)|"
-                     r"(?:以后|今后|从今).{0,16}(?:都|要|就|一起|不许|别|不要)|(?:我们|咱们).{0,8}(?:每|以后)|"
-                     r"每.{0,10}一起|都.{0,4}一起|"
-                     r"(?:别(?!人)|不要|不许|千万别|不准)(?:再)?.{0,12}?(?:叫|提|说|问|发|追问|用|催|推荐|给我|主动|安慰|喊|"
-                     r"跟我|打扰|聊|讲|开|回)")
-_ADDRESSED = re.compile(r"(?i:me\b)|[你您]|提我|(?:跟|给|陪|回|催|夸|骂|对|叫|喊|提醒|监督|称呼|告诉|问)我|答应|保证|发誓|说好|约好|约定|拉钩|"
-                        r"一言为定|一起|别|不要|不许|不准|千万")
+_TO_YOU = re.compile(
+    _ONGOING + r".{0,24}(?:你|提醒|叫我|喊我|陪|跟我|给我|回我|催|夸|骂|监督|打卡|问我|告诉我|说)|"
+    r"(?:你|帮我).{0,8}(?:要|得|必须|一定|记得|别(?!人)|不要|不许|可别|就|多|少)|"
+    r"你(?:也|就|都|要|得).{0,10}(?:回|说|用|叫|陪|提醒|催|夸|骂)|"
+    r"提醒我|叫我|喊我|称呼我|催我|陪我|监督我|记得|别忘了|答应我|说好|约好|约定|拉钩|一言为定|"
+    r"我保证|我答应你|我发誓|提我|帮我记|"
+    r"(?i:\b(?:don'?t|do not|never|always|please|pls)\b.{0,20}\b(?:call me|remind me|tell me|ask me|say)\b|"
+    r"\bcall me\b|\bremind me\b|\bpromise me\b|\bdon'?t (?:bring up|mention|ask)\b)|"
+    r"(?:以后|今后|从今).{0,16}(?:都|要|就|一起|不许|别|不要)|(?:我们|咱们).{0,8}(?:每|以后)|"
+    r"每.{0,10}一起|都.{0,4}一起|"
+    r"(?:别(?!人)|不要|不许|千万别|不准)(?:再)?.{0,12}?(?:叫|提|说|问|发|追问|用|催|推荐|给我|主动|安慰|喊|"
+    r"跟我|打扰|聊|讲|开|回)"
+)
+_ADDRESSED = re.compile(
+    r"(?i:me\b)|[你您]|提我|(?:跟|给|陪|回|催|夸|骂|对|叫|喊|提醒|监督|称呼|告诉|问)我|答应|保证|发誓|说好|约好|约定|拉钩|"
+    r"一言为定|一起|别|不要|不许|不准|千万"
+)
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
-_MARKER_WORDS = re.compile(r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|"
-                           r"从(?:今天|今晚|明天|明早|下周|下个?星期|下个?礼拜|这个月|下个月|现在|今年|明年)(?:开始|起)")
-_MARKER_REST = re.compile(r"^我?(?:跟|和)[^，。\s]{1,5}|我想让你|你能不能|能不能|可以|你要|你得|你|亲爱的|宝贝?|"
-                          r"我们|咱们|那|好不好|好吗|行不行|来个|就|我|"
-                          r"一个事儿?|[一两二三]件事|事儿?|不许忘|了|啦|哦|啊|吧|嘛|吗|哈|呀|的|嗯|好|\s")
+_MARKER_WORDS = re.compile(
+    r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|"
+    r"从(?:今天|今晚|明天|明早|下周|下个?星期|下个?礼拜|这个月|下个月|现在|今年|明年)(?:开始|起)"
+)
+_MARKER_REST = re.compile(
+    r"^我?(?:跟|和)[^，。\s]{1,5}|我想让你|你能不能|能不能|可以|你要|你得|你|亲爱的|宝贝?|"
+    r"我们|咱们|那|好不好|好吗|行不行|来个|就|我|"
+    r"一个事儿?|[一两二三]件事|事儿?|不许忘|了|啦|哦|啊|吧|嘛|吗|哈|呀|的|嗯|好|\s"
+)
 
 
 class _Marker:
@@ -118,124 +135,176 @@ class _Marker:
 
 _MARKER = _Marker()
 # a secret said in so many words: the clauses after it are what is kept ("你要保密啊 / 我挂过一科")
-_SECRET_MARKER = re.compile(r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|别说出去|不要说出去|别告诉别人|不要告诉别人|只跟你说|"
-                            r"说出来你别笑|说了你别笑|你别笑(?:话)?我?|"
-                            r"只告诉你|说个丢人的|跟你说个秘密|说个秘密|我想跟你说个秘密|告诉你个秘密)(?:了|啦|哦|啊|吧|嘛|哈|呀|的)*$")
-_FOOD = re.compile(r"不吃|不能吃|忌口|过敏|不耐受|吃素|素食|回民|清真|戒了|不喝|不碰|吃不了|吃不惯|喝不了|"
-                   r"(?:最|超|特|很|巨|好)?(?:爱|喜欢)(?:吃|喝)|超爱|最爱|讨厌吃|难吃|无辣不欢|我.{0,4}吃不惯|吃不了|不能喝|喝不了|"
-                   r"不沾|碰不得|一吃就|一喝就|乳糖|麸质|不吃辣|怕辣|嗜辣|爱吃甜|不爱吃|不爱喝")
-_KIN = (r"妈|爸|母亲|父亲|父母|老公|老婆|丈夫|妻子|爱人|那位|对象|孩子|儿子|女儿|闺女|哥|姐|弟|妹|爷爷|奶奶|外婆|外公|"
-        r"姥姥|姥爷|舅|姨|叔|姑|婶|嫂|侄|外甥|孙|闺蜜|室友|同事|同学|同桌|老板|上司|领导|组长|经理|师父|师傅|徒弟|"
-        r"实习生|老师|朋友|男朋友|女朋友|前任|邻居|老伴|猫|狗|仓鼠|兔|鹦鹉|乌龟|鱼|宠物|宝宝|大宝|二宝|小宝")
-_NAME = re.compile(r"(?:" + _KIN + r"|我)[^，。]{0,6}?(?:叫|姓|名字是|名字叫|名叫|小名|外号|昵称|网名|英文名|取名|起名)"
-                   r"(?!去|来|我|你|他|她|醒|起|着|了|过|人|住|做|到|回|上|出|声|车|外卖)"
-                   r"|养了|我家(?:的)?(?:猫|狗|仓鼠|兔|鹦鹉|乌龟|鱼)|我家[\u4e00-\u9fff]{1,3}(?:这只|这个|那只)"
-                   r"|(?:只|条|匹)叫|(?:大名|小名|大的|小的|老大|老二|老三|老幺)(?:叫|是)|(?:" + _KIN + r")\s*[A-Z][a-z]+|新来了|来了只|领养了|捡了只|收养|"
-                   r"^我?(?:" + _KIN + r")是[\u4e00-\u9fff]{2,3}$|^(?:他|她|它|[\u4e00-\u9fff]{1,3}[长总])叫[\u4e00-\u9fffA-Za-z]{1,4}$|^叫(?!我|你|他|她|外卖)[\u4e00-\u9fff]{1,3}$|"
-                   r"(?:" + _KIN + r")[^，。]{0,2}在[^，。]{1,8}(?:读书|上学|工作|上班|当|做)|今年[一二三四五六七八九十\d]{1,3}岁")
-_FEAR = re.compile(r"怕|恐惧|不敢|秘密|别告诉|不要告诉|没跟.{0,8}说过|没告诉|只跟你说|只告诉你|偷偷|保密|"
-                   r"得过|确诊|查出|患有|[^\s]{1,4}症|抑郁|焦虑|失眠|吃药|欠了|暗恋|喜欢我们|喜欢上|都没说|没敢说|谁都没说|没人知道|"
-                   r"阴影|噩梦|创伤|心结|自卑|障碍|都不晓得|谁都没告诉|没告诉过|还没告诉|恐高|"
-                   r"我有[^，。]{0,6}(?:病|炎|压|症|喘|突出)|高血压|糖尿病|心脏病|哮喘|胃病|腰椎|颈椎|痛风|不敢让|瞒着|(?:家里人|" + _KIN + r")[^，。]{0,6}(?:不知道|没发现)")
-_EVENT = re.compile(r"结婚|订婚|离婚|怀孕|怀了|生了|出生|去世|过世|(?:" + _KIN + r").{0,8}(?:药|病|血压|血糖)|住院|出院|"
-                    r"手术|开刀|搬家|搬到|搬去|生日|纪念日|"
-                    r"周年|二胎|三胎|预产期|满月|毕业|高考|中考|退休|入职|辞职|离职|失业|升职|考上|复查|复诊|化疗|"
-                    r"来.{0,6}看我|伴娘|伴郎|婚礼|葬礼|体检|生病|病了|骨折|生宝宝|周岁|乔迁|买房|买车|分手|复合|在一起|求婚|领证|"
-                    r"孩子出生|宝宝出生|去世|忌日|(?:" + _KIN + r")[^，。]{0,6}(?:走了|没了)|上幼儿园|上小学|开学|"
-                    r"移民|大寿|嫁到|嫁给|娶了|离过|异地|(?i:\bsurgery\b|\bwedding\b|\bpregnant\b|\bpassed away\b)")
+_SECRET_MARKER = re.compile(
+    r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|别说出去|不要说出去|别告诉别人|不要告诉别人|只跟你说|"
+    r"说出来你别笑|说了你别笑|你别笑(?:话)?我?|"
+    r"只告诉你|说个丢人的|跟你说个秘密|说个秘密|我想跟你说个秘密|告诉你个秘密)(?:了|啦|哦|啊|吧|嘛|哈|呀|的)*$"
+)
+_FOOD = re.compile(
+    r"不吃|不能吃|忌口|过敏|不耐受|吃素|素食|回民|清真|戒了|不喝|不碰|吃不了|吃不惯|喝不了|"
+    r"(?:最|超|特|很|巨|好)?(?:爱|喜欢)(?:吃|喝)|超爱|最爱|讨厌吃|难吃|无辣不欢|我.{0,4}吃不惯|吃不了|不能喝|喝不了|"
+    r"不沾|碰不得|一吃就|一喝就|乳糖|麸质|不吃辣|怕辣|嗜辣|爱吃甜|不爱吃|不爱喝"
+)
+_KIN = (
+    r"妈|爸|母亲|父亲|父母|老公|老婆|丈夫|妻子|爱人|那位|对象|孩子|儿子|女儿|闺女|哥|姐|弟|妹|爷爷|奶奶|外婆|外公|"
+    r"姥姥|姥爷|舅|姨|叔|姑|婶|嫂|侄|外甥|孙|闺蜜|室友|同事|同学|同桌|老板|上司|领导|组长|经理|师父|师傅|徒弟|"
+    r"实习生|老师|朋友|男朋友|女朋友|前任|邻居|老伴|猫|狗|仓鼠|兔|鹦鹉|乌龟|鱼|宠物|宝宝|大宝|二宝|小宝"
+)
+_NAME = re.compile(
+    r"(?:" + _KIN + r"|我)[^，。]{0,6}?(?:叫|姓|名字是|名字叫|名叫|小名|外号|昵称|网名|英文名|取名|起名)"
+    r"(?!去|来|我|你|他|她|醒|起|着|了|过|人|住|做|到|回|上|出|声|车|外卖)"
+    r"|养了|我家(?:的)?(?:猫|狗|仓鼠|兔|鹦鹉|乌龟|鱼)|我家[\u4e00-\u9fff]{1,3}(?:这只|这个|那只)"
+    r"|(?:只|条|匹)叫|(?:大名|小名|大的|小的|老大|老二|老三|老幺)(?:叫|是)|(?:"
+    + _KIN
+    + r")\s*[A-Z][a-z]+|新来了|来了只|领养了|捡了只|收养|"
+    r"^我?(?:"
+    + _KIN
+    + r")是[\u4e00-\u9fff]{2,3}$|^(?:他|她|它|[\u4e00-\u9fff]{1,3}[长总])叫[\u4e00-\u9fffA-Za-z]{1,4}$|^叫(?!我|你|他|她|外卖)[\u4e00-\u9fff]{1,3}$|"
+    r"(?:" + _KIN + r")[^，。]{0,2}在[^，。]{1,8}(?:读书|上学|工作|上班|当|做)|今年[一二三四五六七八九十\d]{1,3}岁"
+)
+_FEAR = re.compile(
+    r"怕|恐惧|不敢|秘密|别告诉|不要告诉|没跟.{0,8}说过|没告诉|只跟你说|只告诉你|偷偷|保密|"
+    r"得过|确诊|查出|患有|[^\s]{1,4}症|抑郁|焦虑|失眠|吃药|欠了|暗恋|喜欢我们|喜欢上|都没说|没敢说|谁都没说|没人知道|"
+    r"阴影|噩梦|创伤|心结|自卑|障碍|都不晓得|谁都没告诉|没告诉过|还没告诉|恐高|"
+    r"我有[^，。]{0,6}(?:病|炎|压|症|喘|突出)|高血压|糖尿病|心脏病|哮喘|胃病|腰椎|颈椎|痛风|不敢让|瞒着|(?:家里人|"
+    + _KIN
+    + r")[^，。]{0,6}(?:不知道|没发现)"
+)
+_EVENT = re.compile(
+    r"结婚|订婚|离婚|怀孕|怀了|生了|出生|去世|过世|(?:" + _KIN + r").{0,8}(?:药|病|血压|血糖)|住院|出院|"
+    r"手术|开刀|搬家|搬到|搬去|生日|纪念日|"
+    r"周年|二胎|三胎|预产期|满月|毕业|高考|中考|退休|入职|辞职|离职|失业|升职|考上|复查|复诊|化疗|"
+    r"来.{0,6}看我|伴娘|伴郎|婚礼|葬礼|体检|生病|病了|骨折|生宝宝|周岁|乔迁|买房|买车|分手|复合|在一起|求婚|领证|"
+    r"孩子出生|宝宝出生|去世|忌日|(?:" + _KIN + r")[^，。]{0,6}(?:走了|没了)|上幼儿园|上小学|开学|"
+    r"移民|大寿|嫁到|嫁给|娶了|离过|异地|(?i:\bsurgery\b|\bwedding\b|\bpregnant\b|\bpassed away\b)"
+)
 # A proposal of something the two will do (以后每周五晚上九点我们视频吧 / …好不好): an agreement once the other side
 # accepts it, though it is asked as a question.
-_PROPOSAL = re.compile(r"(?:我们|咱们|咱俩|我俩|一起|你和我|我和你|跟你|和你|陪我|你陪).{0,16}|"
-                       r".{0,16}(?:我们|咱们|咱俩|我俩|一起|跟你|和你|陪我)")
+_PROPOSAL = re.compile(
+    r"(?:我们|咱们|咱俩|我俩|一起|你和我|我和你|跟你|和你|陪我|你陪).{0,16}|"
+    r".{0,16}(?:我们|咱们|咱俩|我俩|一起|跟你|和你|陪我)"
+)
 _PROPOSAL_LEAD = re.compile(r"^(?:要不要|要不|不如|咱们要不)(?:试试|我们|咱们)?")
-_PROPOSAL_ASK = re.compile(r"(?:吧|好不好|行不行|可不可以|可以吗|好吗|行吗|要不要|怎么样|如何|成不|好嘛|咋样)[呀啊呢嘛哈~～]*$")
-_STANDING = re.compile(_ONGOING + r"|每[天周月年晚早次个]|周[一二三四五六日天末]|星期|礼拜|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点")
+_PROPOSAL_ASK = re.compile(
+    r"(?:吧|好不好|行不行|可不可以|可以吗|好吗|行吗|要不要|怎么样|如何|成不|好嘛|咋样)[呀啊呢嘛哈~～]*$"
+)
+_STANDING = re.compile(
+    _ONGOING + r"|每[天周月年晚早次个]|周[一二三四五六日天末]|星期|礼拜|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点"
+)
 # how the other side accepts (好呀 / 可以 / 一言为定), not how it declines (不行 / 改天吧)
-_ACCEPT = re.compile(r"^(?:嗯+|好+[呀啊的哒嘞耶滴]*|行+|可以|没问题|当然|一言为定|说定了|成交|听你的|就这么定了|记住[了啦啰]|"
-                     r"记下[了啦]|收到|遵命|必须的|要[！!～~呀啊]|要的|(?i:ok|okay|sure|deal))")
+_ACCEPT = re.compile(
+    r"^(?:嗯+|好+[呀啊的哒嘞耶滴]*|行+|可以|没问题|当然|一言为定|说定了|成交|听你的|就这么定了|记住[了啦啰]|"
+    r"记下[了啦]|收到|遵命|必须的|要[！!～~呀啊]|要的|(?i:ok|okay|sure|deal))"
+)
 # the person sealing it in the next turn ("嗯嗯，说定了！"): an agreement whatever words the companion used
 _CONFIRM = re.compile(r"^(?:嗯+|好+|那)?[，,～~ ]*(?:说定了|一言为定|就这么定了|约好了|说好了|拉钩|不许反悔)")
 _DECLINE = re.compile(r"不行|不可以|不好|不要|改天|算了|恐怕|没空|不太|不能|下次吧|再说")
-_WHEN = re.compile(r"腊月|正月|初[一二三四五六七八九十]|[一二三四五六七八九十]{1,3}月[初底]|明天|后天|大后天|下周|下星期|下礼拜|下个月|下月|这周[一二三四五六日天末]|周[一二三四五六日天末]|"
-                   r"星期[一二三四五六日天]|礼拜[一二三四五六日天]|\d{1,2}\s*[号日]|\d{1,2}\s*月|[一二三四五六七八九十]{1,3}月|"
-                   r"[一二三四五六七八九十]{1,3}号|五一|十一|国庆|春节|过年|元旦|中秋|端午|清明|寒假|暑假|今晚|今天晚上|"
-                   r"年底|月底|明年|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点")
-_PLAN = re.compile(r"(?:我|我们|咱们)?[^，。]{0,6}(?:要|得|准备|打算|计划|安排)|^改成|^改到|^换成|"
-                   r"(?:去|走|回|飞|见|约|办|上|参加|报到|进修|[一二三终]面|搬)|考试|考研|考公|雅思|托福|四级|六级|面试|体检|出差|旅游|旅行|去.{0,6}玩|聚会|聚餐|复查|复诊|手术|上台|"
-                   r"比赛|答辩|开会|年会|婚礼|拔|看牙|牙医|约了|飞|回家|回老家|搬家|报到|入职|考|演出|演唱会|见家长|相亲|"
-                   r"要去|得去|要回|去看|去医院|去.{1,8}(?:吃|看|参加)|有个.{0,6}会|改成|改到|约.{0,4}吃")
-_SELF = re.compile(r"(?i:\bI'?m (?:allergic|\w+ intolerant|studying|from|a |an |scared|afraid|terrified)|"
-                   r"\bI (?:work|study|live|hate|love|can'?t eat|don'?t eat|have)\b|\bmy (?:\w+ )?(?:name|dad|mom|mother|"
-                   r"father|sister|brother|roommate|boyfriend|girlfriend|husband|wife|dog|cat|birthday)\b|"
-                   r"\bdon'?t tell anyone\b|\bwe (?:broke up|got married|moved)\b)|"
-                   r"今年\s*\d{1,3}(?:岁)?|今年[一二三四五六七八九十]{1,3}(?:岁|了|$)|我係|钟意|中意|全职(?:在家)?带娃|"
-                   r"(?:在|我在)[^，。]{1,6}(?:做|当|上班|工作|打工)|开(?:大车|货车|滴滴|出租|网约车)|我(?:开|是)[^，。]{0,4}(?:店|超市)|"
-                   r"(?:平时|没事|周末)(?:就)?(?:爱|喜欢)|喜欢听|爱听|爱看|喜欢看|主玩|段位|"
-                   r"我(?:是|当|做|干|在)[^，。]{0,10}(?:人|生|员|师|工|家|者|长|手|族|党|粉|迷|控|妈|爸|大夫|会计|"
-                   r"律师|博士|护士|本科|大[一二三四]|高[一二三]|初[一二三]|研[一二三]|回民|主妇|上班|工作|读|上学|实习|"
-                   r"当兵|开店|打工|带|跑外卖|开车|做饭)|"
-                   r"我(?:一般|平时|通常|每天|每晚|每周|天天|常常)|我是(?:做)?(?:前端|后端|运维|产品|销售|设计|财务|客服|HR|hr|学生)|我(?:平时|周末|没事|下班后|每天)?(?:喜欢|爱|常|经常)(?:去|玩|打|看|听|弹|画|跑|游|爬|钓|练|做|拍|写|追|逛)|"
-                   r"入坑|追剧|追星|我(?:的)?专业|我(?:的)?爱好|我(?:的)?工作是|"
-                   r"我.{0,4}(?:住在|住|家在)|老家|家乡|我来自|籍贯|我(?:今年)?.{0,2}[一二三四五六七八九十\d]{1,3}(?:岁|多)(?:了)?|"
-                   r"退休|我在(?:减肥|备孕|戒烟|戒酒|健身|学|考|准备|养)|"
-                   r"我(?:最|超|超级|特别|很|挺|巨|非常)?(?:喜欢|爱|讨厌|不喜欢|受不了|讨厌死)(?!你)|"
-                   r"习惯|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)")
-_HYPOTHETICAL = re.compile(r"差不多|似的|如果|要是|假如|万一|说不定|也许|可能|大概|好像|估计|不确定|不一定|会不会|猜|感觉我|我觉得我|"
-                           r"上辈子|下辈子|转世")
+_WHEN = re.compile(
+    r"腊月|正月|初[一二三四五六七八九十]|[一二三四五六七八九十]{1,3}月[初底]|明天|后天|大后天|下周|下星期|下礼拜|下个月|下月|这周[一二三四五六日天末]|周[一二三四五六日天末]|"
+    r"星期[一二三四五六日天]|礼拜[一二三四五六日天]|\d{1,2}\s*[号日]|\d{1,2}\s*月|[一二三四五六七八九十]{1,3}月|"
+    r"[一二三四五六七八九十]{1,3}号|五一|十一|国庆|春节|过年|元旦|中秋|端午|清明|寒假|暑假|今晚|今天晚上|"
+    r"年底|月底|明年|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点"
+)
+_PLAN = re.compile(
+    r"(?:我|我们|咱们)?[^，。]{0,6}(?:要|得|准备|打算|计划|安排)|^改成|^改到|^换成|"
+    r"(?:去|走|回|飞|见|约|办|上|参加|报到|进修|[一二三终]面|搬)|考试|考研|考公|雅思|托福|四级|六级|面试|体检|出差|旅游|旅行|去.{0,6}玩|聚会|聚餐|复查|复诊|手术|上台|"
+    r"比赛|答辩|开会|年会|婚礼|拔|看牙|牙医|约了|飞|回家|回老家|搬家|报到|入职|考|演出|演唱会|见家长|相亲|"
+    r"要去|得去|要回|去看|去医院|去.{1,8}(?:吃|看|参加)|有个.{0,6}会|改成|改到|约.{0,4}吃"
+)
+_SELF = re.compile(
+    r"(?i:\bI'?m (?:allergic|\w+ intolerant|studying|from|a |an |scared|afraid|terrified)|"
+    r"\bI (?:work|study|live|hate|love|can'?t eat|don'?t eat|have)\b|\bmy (?:\w+ )?(?:name|dad|mom|mother|"
+    r"father|sister|brother|roommate|boyfriend|girlfriend|husband|wife|dog|cat|birthday)\b|"
+    r"\bdon'?t tell anyone\b|\bwe (?:broke up|got married|moved)\b)|"
+    r"今年\s*\d{1,3}(?:岁)?|今年[一二三四五六七八九十]{1,3}(?:岁|了|$)|我係|钟意|中意|全职(?:在家)?带娃|"
+    r"(?:在|我在)[^，。]{1,6}(?:做|当|上班|工作|打工)|开(?:大车|货车|滴滴|出租|网约车)|我(?:开|是)[^，。]{0,4}(?:店|超市)|"
+    r"(?:平时|没事|周末)(?:就)?(?:爱|喜欢)|喜欢听|爱听|爱看|喜欢看|主玩|段位|"
+    r"我(?:是|当|做|干|在)[^，。]{0,10}(?:人|生|员|师|工|家|者|长|手|族|党|粉|迷|控|妈|爸|大夫|会计|"
+    r"律师|博士|护士|本科|大[一二三四]|高[一二三]|初[一二三]|研[一二三]|回民|主妇|上班|工作|读|上学|实习|"
+    r"当兵|开店|打工|带|跑外卖|开车|做饭)|"
+    r"我(?:一般|平时|通常|每天|每晚|每周|天天|常常)|我是(?:做)?(?:前端|后端|运维|产品|销售|设计|财务|客服|HR|hr|学生)|我(?:平时|周末|没事|下班后|每天)?(?:喜欢|爱|常|经常)(?:去|玩|打|看|听|弹|画|跑|游|爬|钓|练|做|拍|写|追|逛)|"
+    r"入坑|追剧|追星|我(?:的)?专业|我(?:的)?爱好|我(?:的)?工作是|"
+    r"我.{0,4}(?:住在|住|家在)|老家|家乡|我来自|籍贯|我(?:今年)?.{0,2}[一二三四五六七八九十\d]{1,3}(?:岁|多)(?:了)?|"
+    r"退休|我在(?:减肥|备孕|戒烟|戒酒|健身|学|考|准备|养)|"
+    r"我(?:最|超|超级|特别|很|挺|巨|非常)?(?:喜欢|爱|讨厌|不喜欢|受不了|讨厌死)(?!你)|"
+    r"习惯|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)"
+)
+_HYPOTHETICAL = re.compile(
+    r"差不多|似的|如果|要是|假如|万一|说不定|也许|可能|大概|好像|估计|不确定|不一定|会不会|猜|感觉我|我觉得我|"
+    r"上辈子|下辈子|转世"
+)
 # a condition or a guess whose scope is the rest of its turn ("万一我中了五百万 第一件事就是辞职")
 _SUPPOSE = re.compile(r"如果|要是|假如|万一|我猜|说不定")
-_CANCEL = re.compile(r"本来|原本|原来打算|算了|取消|推迟|延期|不去了|不请了|不来了|不办了|不买了|不报了|不学了|不考了|还是不了|改天再说|拉倒|泡汤|"
-                     r"不用我.{0,2}了|用不着我|鸽了|放我鸽子|没戏了|去不成|不折腾了|不搞了|作罢|改天吧|下次吧|"
-                     r"黄了|就不.{0,3}了|不用去了|去不了了|没去成")
+_CANCEL = re.compile(
+    r"本来|原本|原来打算|算了|取消|推迟|延期|不去了|不请了|不来了|不办了|不买了|不报了|不学了|不考了|还是不了|改天再说|拉倒|泡汤|"
+    r"不用我.{0,2}了|用不着我|鸽了|放我鸽子|没戏了|去不成|不折腾了|不搞了|作罢|改天吧|下次吧|"
+    r"黄了|就不.{0,3}了|不用去了|去不了了|没去成"
+)
 _ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上周|上礼拜|今早")
 # a correction of what was just said: the kept clause before it goes ("哦不对 是11月3号")
 _CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了|打错了|写错了")
 # a new version of what was just agreed ("改成每天提醒我喝六杯吧", "算了还是叫我杰哥吧"): the old one goes
 _REPLACE = re.compile(r"^(?:改成|改到|改为|换成|算了还是|还是.{1,12}吧$)")
 # what was just said is taken back as a joke ("签证都办好了（不是）", "哈哈 骗你的")
-_JOKE = re.compile(r"[(（]不是[)）]|逗你(?:玩)?的|骗你的|开玩笑的|开个玩笑|瞎说的|瞎扯的|吹牛的|我编的|(?i:\bjk\b|just kidding)")
+_JOKE = re.compile(
+    r"[(（]不是[)）]|逗你(?:玩)?的|骗你的|开玩笑的|开个玩笑|瞎说的|瞎扯的|吹牛的|我编的|(?i:\bjk\b|just kidding)"
+)
 # what was just said, taken back in so many words, wherever in the turn ("想让你喊我宝宝 哈哈当我没说 …",
 # "以后每周给你写首诗" → "当我没说"), and "别真叫" after a joke: nothing of it stays
-_TAKE_BACK = re.compile(r"当我没说|(?:刚才|上面)(?:那句|说的)?(?:不算|作废)|不算数|我收回|收回(?:刚才|那句|这句)|我再想想|再想想吧|"
-                        r"再考虑(?:一下|考虑)|不了不了|还是不了|^(?:那|哎|唉|啊|呃)?算了(?:吧|算了)?$|^不了$|^不要了$|不弄了|"
-                        r"^不用了|^(?:别|不用|不要)真")
+_TAKE_BACK = re.compile(
+    r"当我没说|(?:刚才|上面)(?:那句|说的)?(?:不算|作废)|不算数|我收回|收回(?:刚才|那句|这句)|我再想想|再想想吧|"
+    r"再考虑(?:一下|考虑)|不了不了|还是不了|^(?:那|哎|唉|啊|呃)?算了(?:吧|算了)?$|^不了$|^不要了$|不弄了|"
+    r"^不用了|^(?:别|不用|不要)真"
+)
 # asking whether the companion remembers ("你还记得我要考啥吗", "我对什么过敏来着"): a question whatever it
 # names, and the person's own earlier words it asks about ("我之前说要提醒我交电费 / 是几号来着") with it
-_RECALL_ASK = re.compile(r"(?:你|还)记得.*(?:吗|么|不|没|嘛|呢|[?？])$|记不记得|(?:你|还)记得.*(?:什么|啥|几|哪|谁|多少)|"
-                         r"来着[吗呢吧啊呀]?$")
+_RECALL_ASK = re.compile(
+    r"(?:你|还)记得.*(?:吗|么|不|没|嘛|呢|[?？])$|记不记得|(?:你|还)记得.*(?:什么|啥|几|哪|谁|多少)|"
+    r"来着[吗呢吧啊呀]?$"
+)
 _SAID_BEFORE = re.compile(r"^我?(?:之前|上次|以前|那天|前几天|刚才)(?:跟你)?(?:说|讲|提)")
 # a decision or a standing rule of the person's own ("我决定以后每天…", "以后周末我都不加班了", "从这个月开始一根都
 # 不抽", "我们家的规矩是…"): from now on, with what they will (not) do; never a wish, a guess or "以后再说"
-_DECISION = re.compile(r"决定|下定决心|以后|今后|往后|从(?:今天|今晚|明天|下周|这个月|下个月|现在|今年|明年)?(?:开始|起)|"
-                       r"这个月开始|规矩是|原则是|给自己定")
+_DECISION = re.compile(
+    r"决定|下定决心|以后|今后|往后|从(?:今天|今晚|明天|下周|这个月|下个月|现在|今年|明年)?(?:开始|起)|"
+    r"这个月开始|规矩是|原则是|给自己定"
+)
 _RESOLVE = re.compile(r"都|就|一定|必须|绝不|绝对|再也不|不再|坚持|每[天周晚月次个早年]|不|要|先|只|戒|少|多|开始")
 _NOT_RESOLVED = re.compile(r"想|希望|会好|会有|再说|有机会|有空|你|再看|看情况|随便|就是|难|惨|完了|可怜")
 # a complaint or a state about today or tomorrow ("明天还得六点起 想哭", "周六也回不了家"): no plan
 _NEAR = re.compile(r"今天|今晚|今早|明天|明早|明晚|明儿|后天|这两天")
 _THIS_WEEK = re.compile(r"这周|周[一二三四五六日天末]")
 _CHORE = re.compile(r"还得|又得|又要|还要|回不了|去不了|来不了|走不了|没法|没空")
-_CLOCK = re.compile(r"\d{1,2}\s*[点:：]|[一二两三四五六七八九十]{1,3}点")  # a plan at an hour is a plan, however nervous
+_CLOCK = re.compile(
+    r"\d{1,2}\s*[点:：]|[一二两三四五六七八九十]{1,3}点"
+)  # a plan at an hour is a plan, however nervous
 _MOOD = re.compile(r"紧张|好累|累死|烦|想哭|救命|崩溃|不想|难受|头疼|头大|哭了|怎么办|慌|焦虑|害怕")
 # a request for now, not from now on ("陪我聊会儿", "帮我想个礼物"): the chat itself answers it
 _RIGHT_NOW = re.compile(r"聊会|一会儿|一下|想个|想想|帮我看看|帮我查|帮我找|讲个|来个|推荐个|推荐一")
 # why the person asks ("…提醒我 / 我怕忙忘了", "…你都先问我 / 我控制不住剁手"): part of the request, not a memory
 _REASON = re.compile(r"^(?:我)?(?:怕|总是|总|老是|老|控制不住|经常|容易|拖延)|^(?:因为|不然|要不然|免得|省得)")
 # asking to be held to what was just decided, and nothing more ("你要监督我", "到时候提醒我"): it strengthens that
-_HOLD_ME = re.compile(r"^(?:那|所以)?(?:你)?(?:要|得|可要|记得|到时候|一定要)?(?:帮我)?(?:监督我|提醒我|催我|盯着我|看着我|"
-                      r"管着我|督促我)(?:一下|点)?[哦啊呀吧嘛哈啦喔]*$")
+_HOLD_ME = re.compile(
+    r"^(?:那|所以)?(?:你)?(?:要|得|可要|记得|到时候|一定要)?(?:帮我)?(?:监督我|提醒我|催我|盯着我|看着我|"
+    r"管着我|督促我)(?:一下|点)?[哦啊呀吧嘛哈啦喔]*$"
+)
 # a clause about what used to be planned ("我们本来约好周末视频的") is never the plan itself
 _WAS = re.compile(r"本来|原本|原来打算")
 _PAST = re.compile(r"了$|了[^，。]{0,6}$|过$")
-_REPORTED = re.compile(r"^(?:我|他|她)?(?:的)?(?:" + _KIN + r")[^，。]{0,3}(?:说|讲|觉得)|^说|说是|"
-                       r"^(?!我|你|跟|和)[^，。]{1,6}说(?!好|定|过|话|个|一|句)")
+_REPORTED = re.compile(
+    r"^(?:我|他|她)?(?:的)?(?:" + _KIN + r")[^，。]{0,3}(?:说|讲|觉得)|^说|说是|"
+    r"^(?!我|你|跟|和)[^，。]{1,6}说(?!好|定|过|话|个|一|句)"
+)
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
 _ACQUAINTANCE = re.compile(r"^我?的?(?:同事|同学|朋友|邻居|老板|领导|网友|室友|同桌)(?!.*我)")
 _ELABORATION = re.compile(r"^(?:但|但是|不过|而且|就是|完全|真的|还|也|其实|所以|可|可是|虽然|已经)")
-_FILLER = re.compile(r"^(?:哈+|嘿+|嗯+|啊+|哦+|噢+|唉+|哎+|诶+|emm+|对了|对|所以|然后|而且|不过|其实|反正|跟你说|"
-                     r"我跟你说|告诉你|那个|就是|(?:我)?再说一(?:次|遍)|重要的事(?:情)?说三遍|(?:你)?听好了|话说|"
-                     r"(?:我)?跟你讲)[哦啊呀哈啦喔噢嘛]*[:：]?\s*"
-                     # a short lead-in that announces the matter, then a colon ("睡前想让你帮我参谋个事：…")
-                     r"|^(?:[^:：，,。]{0,10}(?:说|问|参谋|商量|有|求))?一?(?:个|件)事(?:儿|情)?[哦啊呀]*[:：]\s*")
+_FILLER = re.compile(
+    r"^(?:哈+|嘿+|嗯+|啊+|哦+|噢+|唉+|哎+|诶+|emm+|对了|对|所以|然后|而且|不过|其实|反正|跟你说|"
+    r"我跟你说|告诉你|那个|就是|(?:我)?再说一(?:次|遍)|重要的事(?:情)?说三遍|(?:你)?听好了|话说|"
+    r"(?:我)?跟你讲)[哦啊呀哈啦喔噢嘛]*[:：]?\s*"
+    # a short lead-in that announces the matter, then a colon ("睡前想让你帮我参谋个事：…")
+    r"|^(?:[^:：，,。]{0,10}(?:说|问|参谋|商量|有|求))?一?(?:个|件)事(?:儿|情)?[哦啊呀]*[:：]\s*"
+)
 
 
 @dataclass(frozen=True)
@@ -284,28 +353,58 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
     asked = bool(_QUESTION_END.search(text) or _QUESTION.search(text))
     if request and _RIGHT_NOW.search(text) and not re.search(_ONGOING, text + prev) and not _WHEN.search(text):
         return None
-    if request and not _WH.search(_ASKED_OF_ME.sub("", text)) and not (_ONE_OFF.search(text) and not re.search(_ONGOING, text)):
-        kind = "规则" if re.search(r"别|不要|不许|不准|千万|叫我|喊我|称呼我|少", text) else \
-            "约定" if re.search(r"约好|约定|说好|拉钩|一言为定|一起", text) else "承诺"
+    if (
+        request
+        and not _WH.search(_ASKED_OF_ME.sub("", text))
+        and not (_ONE_OFF.search(text) and not re.search(_ONGOING, text))
+    ):
+        kind = (
+            "规则"
+            if re.search(r"别|不要|不许|不准|千万|叫我|喊我|称呼我|少", text)
+            else "约定"
+            if re.search(r"约好|约定|说好|拉钩|一言为定|一起", text)
+            else "承诺"
+        )
         return Kept(kind, 7, 0, "a request or a rule said to the companion")
     if asked or _QUESTION_END.search(nxt) and not _TO_YOU.search(nxt) and len(nxt) <= 4:
         return None
     if _HYPOTHETICAL.search(text) or _REPORTED.search(text) or _MARKER.match(text) or _SECRET_MARKER.match(text):
         return None
-    if (_NEAR.search(text) and (_CHORE.search(text) or _MOOD.search(turn or nxt) and not _CLOCK.search(text))
-            or _THIS_WEEK.search(text) and _CHORE.search(text)) and not request:
+    if (
+        _NEAR.search(text)
+        and (_CHORE.search(text) or _MOOD.search(turn or nxt) and not _CLOCK.search(text))
+        or _THIS_WEEK.search(text)
+        and _CHORE.search(text)
+    ) and not request:
         return None
-    if _DECISION.search(text) and _RESOLVE.search(_DECISION.sub("", text)) and not _NOT_RESOLVED.search(text) \
-            and not _CANCEL.search(text) and len(text) >= 5:
+    if (
+        _DECISION.search(text)
+        and _RESOLVE.search(_DECISION.sub("", text))
+        and not _NOT_RESOLVED.search(text)
+        and not _CANCEL.search(text)
+        and len(text) >= 5
+    ):
         return Kept("承诺", 7, 0, "a decision of the person's own")
     if _FEAR.search(text) and re.search(r"我|这事|这件事|吃药|确诊|不知道|没发现", text):
         return Kept("感受", 7, 1, "a fear or a secret")
-    if _EVENT.search(text) and not _CANCEL.search(text) and not _ACQUAINTANCE.match(text) and \
-            not (one_off and not re.search(r"纪念日|生日|周年|去世|过世|怀孕|查出|确诊|结婚|搬|生了|没了|走了|大寿|离婚|"
-                                           r"移民|出生", text)):
+    if (
+        _EVENT.search(text)
+        and not _CANCEL.search(text)
+        and not _ACQUAINTANCE.match(text)
+        and not (
+            one_off
+            and not re.search(
+                r"纪念日|生日|周年|去世|过世|怀孕|查出|确诊|结婚|搬|生了|没了|走了|大寿|离婚|"
+                r"移民|出生",
+                text,
+            )
+        )
+    ):
         return Kept("事件", 6, 2, "a life event")
     if _FOOD.search(text) and not one_off:
-        return Kept("偏好", 7 if re.search(r"过敏|不耐受|回民|清真|吃素", text) else 5, 3, "what the person eats or cannot")
+        return Kept(
+            "偏好", 7 if re.search(r"过敏|不耐受|回民|清真|吃素", text) else 5, 3, "what the person eats or cannot"
+        )
     if _NAME.search(text) and not one_off:
         return Kept("关系", 6, 4, "a name")
     if _WHEN.search(text) and _PLAN.search(text) and not _CANCEL.search(text) and not _ACQUAINTANCE.match(text):
@@ -324,8 +423,11 @@ class Examples:
     """The dev split's labelled clauses, embedded once by the given encoder, as a nearest-neighbour vote."""
 
     def __init__(self, encoder: "Embedder", source: Path | list[dict] = EXAMPLES) -> None:
-        rows = source if isinstance(source, list) else \
-            [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = (
+            source
+            if isinstance(source, list)
+            else [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+        )
         self.encoder = encoder
         self.kinds = [r.get("kind") or "" for r in rows]
         self.keep = [bool(r["keep"]) for r in rows]
@@ -368,9 +470,18 @@ _KIND_RANK = {"承诺": 0, "约定": 0, "规则": 0, "感受": 1, "事件": 2, "
 
 def _hard_negative(clause: str) -> bool:
     text = _FILLER.sub("", _QUOTED.sub("X", clause))
-    return bool(_QUESTION_END.search(text) or _RECALL_ASK.search(text) or _QUESTION.search(text) and not _TO_YOU.search(text)
-                or _HYPOTHETICAL.search(text) or _CANCEL.search(text) or _CORRECTION.search(text)
-                or _MARKER.match(text) or _SECRET_MARKER.match(text) or _REPORTED.search(text))
+    return bool(
+        _QUESTION_END.search(text)
+        or _RECALL_ASK.search(text)
+        or _QUESTION.search(text)
+        and not _TO_YOU.search(text)
+        or _HYPOTHETICAL.search(text)
+        or _CANCEL.search(text)
+        or _CORRECTION.search(text)
+        or _MARKER.match(text)
+        or _SECRET_MARKER.match(text)
+        or _REPORTED.search(text)
+    )
 
 
 def asks(text: str) -> bool:
@@ -379,8 +490,9 @@ def asks(text: str) -> bool:
     return bool(re.search(r"[?？]\s*$", text.strip())) or bool(_QUESTION_END.search(last[-1].strip()))
 
 
-def _take_back(clause: str, n: int, found: list[tuple[Kept, str, int]],
-               changed_at: int) -> tuple[list[tuple[Kept, str, int]], int, bool]:
+def _take_back(
+    clause: str, n: int, found: list[tuple[Kept, str, int]], changed_at: int
+) -> tuple[list[tuple[Kept, str, int]], int, bool]:
     """What a joke, a correction or a cancel in turn n takes back: what is left, the turn of the last
     change, and whether the clause says nothing but that."""
     if _JOKE.search(clause) or _TAKE_BACK.search(clause):
@@ -397,11 +509,20 @@ def _agreed(parts: list[str], i: int) -> Kept:
     """What clause i is beside an agreement said in so many words: the person's own decision ("我决定了",
     "从今天开始") is a commitment, one made with someone an agreement."""
     beside = " ".join(parts[j] for j in (i - 1, i + 1) if 0 <= j < len(parts))
-    return Kept("承诺" if re.search(r"决定|开始|起$", beside) else "约定", 7, 0, "beside an agreement or decision said so")
+    return Kept(
+        "承诺" if re.search(r"决定|开始|起$", beside) else "约定", 7, 0, "beside an agreement or decision said so"
+    )
 
 
-def _from_context(parts: list[str], i: int, n: int, found: list[tuple[Kept, str, int]], secret_from: int,
-                  changed_at: int, answering: bool) -> Kept | None:
+def _from_context(
+    parts: list[str],
+    i: int,
+    n: int,
+    found: list[tuple[Kept, str, int]],
+    secret_from: int,
+    changed_at: int,
+    answering: bool,
+) -> Kept | None:
     """What clause i of turn n is kept as for what surrounds it, though it says nothing the cues know: the
     content of an agreement or a secret announced beside it, the time asked for a request or plan just
     made, or what replaces a plan just called off."""
@@ -434,11 +555,20 @@ def _proposal(parts: list[str], i: int) -> bool:
     clause = _FILLER.sub("", parts[i])
     nxt = _FILLER.sub("", parts[i + 1]) if i + 1 < len(parts) else ""
     leading = _PROPOSAL_LEAD.match(clause)  # "要不要试试每天睡前跟你说三件开心的事"
-    clause = clause[leading.end():] if leading else clause
-    asked = bool(leading or _PROPOSAL_ASK.search(clause) or _QUESTION_END.search(clause)) or \
-        bool(nxt) and len(nxt) <= 5 and bool(_PROPOSAL_ASK.search(nxt) or _QUESTION_END.search(nxt))
-    return asked and bool(_PROPOSAL.search(clause) and _STANDING.search(clause)) and not _WH.search(clause) and \
-        not _HYPOTHETICAL.search(clause) and not _CANCEL.search(clause)
+    clause = clause[leading.end() :] if leading else clause
+    asked = (
+        bool(leading or _PROPOSAL_ASK.search(clause) or _QUESTION_END.search(clause))
+        or bool(nxt)
+        and len(nxt) <= 5
+        and bool(_PROPOSAL_ASK.search(nxt) or _QUESTION_END.search(nxt))
+    )
+    return (
+        asked
+        and bool(_PROPOSAL.search(clause) and _STANDING.search(clause))
+        and not _WH.search(clause)
+        and not _HYPOTHETICAL.search(clause)
+        and not _CANCEL.search(clause)
+    )
 
 
 def proposes(text: str) -> bool:
@@ -454,18 +584,29 @@ def why_not(clause: str) -> str:
         return "says there is an agreement or a secret: what is kept is beside it"
     if (_CONFIRM.match(text) or _ACCEPT.match(text) and len(text) <= 4) and not _QUESTION_END.search(text):
         return "a yes or a confirmation: what is agreed is the proposal"
-    for pattern, reason in ((_RECALL_ASK, "asks what was said: a question"), (_QUESTION_END, "a question"),
-                            (_QUESTION, "a question"), (_HYPOTHETICAL, "supposed or guessed, not told"),
-                            (_REPORTED, "someone else's words"), (_CANCEL, "called off"), (_CORRECTION, "a correction"),
-                            (_NEAR, "a passing state or a complaint, not a plan")):
+    for pattern, reason in (
+        (_RECALL_ASK, "asks what was said: a question"),
+        (_QUESTION_END, "a question"),
+        (_QUESTION, "a question"),
+        (_HYPOTHETICAL, "supposed or guessed, not told"),
+        (_REPORTED, "someone else's words"),
+        (_CANCEL, "called off"),
+        (_CORRECTION, "a correction"),
+        (_NEAR, "a passing state or a complaint, not a plan"),
+    ):
         if pattern.search(text):
             return reason
     return "nothing the cues know"
 
 
-def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = None,
-               answers: Set[int] = frozenset(), add_from: float | None = None,
-               accepted: Set[int] = frozenset(), explain: list[dict] | None = None) -> list[tuple[Kept, str, int]]:
+def candidates(
+    person_turns: list[tuple[int, str]],
+    examples: Examples | None = None,
+    answers: Set[int] = frozenset(),
+    add_from: float | None = None,
+    accepted: Set[int] = frozenset(),
+    explain: list[dict] | None = None,
+) -> list[tuple[Kept, str, int]]:
     """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
     binding first, within MAX_CANDIDATES (capped). A plan called off later in the snippet goes with its cancel, a
     fact corrected later goes with its correction. A turn in `answers` replies to the assistant's question
@@ -526,8 +667,11 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
             if _HOLD_ME.match(_FILLER.sub("", clause)):
                 held = next((f for f in reversed(found) if f[0].rank == 0 and f[2] >= n - 2), None)
                 if held is not None:  # "你要监督我" after a decision: the decision weighs more, no memory of its own
-                    found[found.index(held)] = (dataclasses.replace(held[0], importance=min(9, held[0].importance + 1)),
-                                                held[1], held[2])
+                    found[found.index(held)] = (
+                        dataclasses.replace(held[0], importance=min(9, held[0].importance + 1)),
+                        held[1],
+                        held[2],
+                    )
                     read(n, typed, "-", f"asks to be held to 「{held[1]}」 (its importance +1)")
                     continue
             if _SECRET_MARKER.match(_FILLER.sub("", clause)):
@@ -538,8 +682,9 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
                 typed = _PROPOSAL_LEAD.sub("", _PROPOSAL_ASK.sub("", typed)).strip("，,。 ") or typed
                 kept: Kept | None = Kept("约定", 7, 0, "a proposal the companion accepted")
             else:
-                kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "", parts[i - 1] if i else "", text) or \
-                    _from_context(parts, i, n, found, secret_from, changed_at, n in answers)
+                kept = judge(
+                    clause, parts[i + 1] if i + 1 < len(parts) else "", parts[i - 1] if i else "", text
+                ) or _from_context(parts, i, n, found, secret_from, changed_at, n in answers)
                 if kept is not None and kept.rank != 0 and _marked(parts, i, _MARKER):
                     kept = _agreed(parts, i)  # "我们约好了 / 每年春节…": the agreement, not a plan
             if kept is None:
@@ -547,17 +692,27 @@ def candidates(person_turns: list[tuple[int, str]], examples: Examples | None = 
                 if typed in votes:
                     share, kind = votes[typed]
                     log[n, typed]["why"] += f"; the examples' vote {share:.2f}"
-                    if share >= add_from and not supposing and not _hard_negative(clause) and \
-                            share > (best_vote[0] if best_vote else 0):
-                        best_vote = (share, (Kept(kind, 6, _KIND_RANK.get(kind, 6), f"the examples' vote {share:.2f}"),
-                                             typed, n))
+                    if (
+                        share >= add_from
+                        and not supposing
+                        and not _hard_negative(clause)
+                        and share > (best_vote[0] if best_vote else 0)
+                    ):
+                        best_vote = (
+                            share,
+                            (Kept(kind, 6, _KIND_RANK.get(kind, 6), f"the examples' vote {share:.2f}"), typed, n),
+                        )
                 continue
             if supposing and kept.rank != 0:
                 read(n, typed, "-", "supposed, not told (after 如果/万一…)")
                 continue
             if _REPLACE.match(_FILLER.sub("", clause)):
                 found = dropped(found, _retract(found, n, same_rank=kept.rank), f"「{typed}」 (a new version)")
-            if _REASON.match(_FILLER.sub("", clause)) and kept.rank != 0 and any(f[2] == n and f[0].rank == 0 for f in found):
+            if (
+                _REASON.match(_FILLER.sub("", clause))
+                and kept.rank != 0
+                and any(f[2] == n and f[0].rank == 0 for f in found)
+            ):
                 read(n, typed, "-", "the reason for a request or a decision just made in this turn")
                 continue
             if _ELABORATION.match(clause) and any(f[2] == n and f[0].rank == kept.rank for f in found):

@@ -10,6 +10,7 @@ never into an error the person sees. Every call, whatever the backend, is writte
 OMBRE_HOME with its purpose, tokens and time, and a day's calls and tokens are capped
 (OMBRE_LLM_DAILY_CALLS, OMBRE_LLM_DAILY_TOKENS): background spend is visible and bounded.
 """
+
 from __future__ import annotations
 
 import json
@@ -109,12 +110,15 @@ class AnthropicModel:
         client = self._client  # outside the deadline: the import is not the model's time
 
         def call() -> Reply:
-            reply = client.messages.create(model=self.model, max_tokens=1024, system=system,
-                                           messages=[{"role": "user", "content": prompt}])
+            reply = client.messages.create(
+                model=self.model, max_tokens=1024, system=system, messages=[{"role": "user", "content": prompt}]
+            )
             usage = reply.usage
-            return Reply("".join(getattr(b, "text", "") for b in reply.content),
-                         usage.input_tokens + (usage.cache_creation_input_tokens or 0)
-                         + (usage.cache_read_input_tokens or 0), usage.output_tokens)
+            return Reply(
+                "".join(getattr(b, "text", "") for b in reply.content),
+                usage.input_tokens + (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0),
+                usage.output_tokens,
+            )
 
         return _with_deadline(call, self.timeout_s)
 
@@ -136,11 +140,16 @@ class OpenAIModel:
 
         def call() -> Reply:
             reply = client.chat.completions.create(
-                model=self.model, messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
-                response_format={"type": "json_object"})
+                model=self.model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                response_format={"type": "json_object"},
+            )
             usage = reply.usage
-            return Reply(reply.choices[0].message.content or "", usage.prompt_tokens if usage else 0,
-                         usage.completion_tokens if usage else 0)
+            return Reply(
+                reply.choices[0].message.content or "",
+                usage.prompt_tokens if usage else 0,
+                usage.completion_tokens if usage else 0,
+            )
 
         return _with_deadline(call, self.timeout_s)
 
@@ -156,15 +165,37 @@ class ClaudeCodeModel:
         self.model, self.exe, self.workdir, self.timeout_s = model, exe, workdir, timeout_s
 
     def command(self, system: str, prompt: str) -> list[str]:
-        return [self.exe, "-p", prompt, "--output-format", "json", "--model", self.model, "--system-prompt", system,
-                "--tools", "", "--max-turns", "1", "--no-session-persistence", "--strict-mcp-config",
-                "--settings", json.dumps({"disableAllHooks": True})]
+        return [
+            self.exe,
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--model",
+            self.model,
+            "--system-prompt",
+            system,
+            "--tools",
+            "",
+            "--max-turns",
+            "1",
+            "--no-session-persistence",
+            "--strict-mcp-config",
+            "--settings",
+            json.dumps({"disableAllHooks": True}),
+        ]
 
     def reply(self, system: str, prompt: str) -> Reply:
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
-            proc = subprocess.Popen(self.command(system, prompt), cwd=self.workdir, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            proc = subprocess.Popen(
+                self.command(system, prompt),
+                cwd=self.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise ModelError(f"cannot run {self.exe!r}: {exc.strerror or exc}") from None
         try:
@@ -182,8 +213,9 @@ class ClaudeCodeModel:
             detail = result.get("result") if isinstance(result, dict) else result
             raise ModelError(f"claude -p failed (exit {proc.returncode}): {str(detail)[:200]}")
         usage = result.get("usage") or {}
-        tokens_in = sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens",
-                                                           "cache_read_input_tokens"))
+        tokens_in = sum(
+            int(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
         return Reply(str(result.get("result") or ""), tokens_in, int(usage.get("output_tokens") or 0))
 
 
@@ -197,9 +229,15 @@ class Ledger:
         day = shanghai_date(now_utc())
         entries = [e for e in jsonl_log.read(self.path, limit=10_000) if e.get("day") == day]
         calls, tokens = len(entries), sum(int(e.get("tokens_in", 0)) + int(e.get("tokens_out", 0)) for e in entries)
-        return {"day": day, "calls": calls, "tokens": tokens, "failed": sum(not e.get("ok") for e in entries),
-                "daily_calls": self.daily_calls, "daily_tokens": self.daily_tokens,
-                "over_cap": calls >= self.daily_calls or tokens >= self.daily_tokens}
+        return {
+            "day": day,
+            "calls": calls,
+            "tokens": tokens,
+            "failed": sum(not e.get("ok") for e in entries),
+            "daily_calls": self.daily_calls,
+            "daily_tokens": self.daily_tokens,
+            "over_cap": calls >= self.daily_calls or tokens >= self.daily_tokens,
+        }
 
     def record(self, **entry: object) -> None:
         jsonl_log.append(self.path, {"day": shanghai_date(now_utc()), **entry}, max_bytes=LEDGER_MAX_BYTES)
@@ -214,8 +252,10 @@ class Budgeted:
     def ask(self, system: str, prompt: str, purpose: str = "") -> dict:
         today = self.ledger.today()
         if today["over_cap"]:
-            raise OverBudget(f"today's model budget is used up ({today['calls']}/{today['daily_calls']} calls, "
-                             f"{today['tokens']}/{today['daily_tokens']} tokens)")
+            raise OverBudget(
+                f"today's model budget is used up ({today['calls']}/{today['daily_calls']} calls, "
+                f"{today['tokens']}/{today['daily_tokens']} tokens)"
+            )
         started = time.monotonic()
         reply, error = None, None
         try:
@@ -225,9 +265,15 @@ class Budgeted:
             error = str(exc)
             raise
         finally:
-            self.ledger.record(backend=self.name, purpose=purpose, ok=error is None, error=error,
-                               tokens_in=reply.tokens_in if reply else 0, tokens_out=reply.tokens_out if reply else 0,
-                               ms=round((time.monotonic() - started) * 1000))
+            self.ledger.record(
+                backend=self.name,
+                purpose=purpose,
+                ok=error is None,
+                error=error,
+                tokens_in=reply.tokens_in if reply else 0,
+                tokens_out=reply.tokens_out if reply else 0,
+                ms=round((time.monotonic() - started) * 1000),
+            )
 
 
 BACKENDS = ("rules", "anthropic", "openai", "claude-code")
@@ -246,8 +292,9 @@ def from_settings(settings: Settings) -> JsonModel | None:
         raise UsageError(f"OMBRE_LLM={kind!r} is not a backend ombre knows", hint="use " + ", ".join(BACKENDS))
     timeout_s = settings.llm_timeout_ms / 1000
     if kind == "claude-code":
-        backend: Backend = ClaudeCodeModel(settings.llm_model or "haiku", settings.claude_bin,
-                                           settings.ombre_home / "claude-code-cwd", timeout_s)
+        backend: Backend = ClaudeCodeModel(
+            settings.llm_model or "haiku", settings.claude_bin, settings.ombre_home / "claude-code-cwd", timeout_s
+        )
     elif not settings.llm_model:
         raise UsageError(f"OMBRE_LLM={kind} needs OMBRE_LLM_MODEL", hint="the model name the endpoint serves")
     else:

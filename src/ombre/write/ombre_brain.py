@@ -23,6 +23,7 @@ that escapes the folder, a symbolic link, an oversized file, bad UTF-8, broken f
 does not match its manifest — and the rest still import, in one transaction. A memory's id is derived from
 the original id and the body's hash, so a second run adds nothing.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -113,6 +114,7 @@ class BrainImport:
 
 # -- reading ---------------------------------------------------------------------------------------------
 
+
 def read_vault(path: Path) -> Vault:
     """The buckets and sources of a vault folder (the buckets folder itself, or a folder holding `buckets/`)
     or of an export zip; every file that cannot be read is refused by name, the rest are read."""
@@ -122,17 +124,20 @@ def read_vault(path: Path) -> Vault:
         return _read_folder(path)
     if path.is_file() and zipfile.is_zipfile(path):
         return _read_zip(path)
-    raise MemoryInputError(f"{path} is neither an Ombre-Brain buckets folder nor its export zip",
-                           hint="give the folder that holds dynamic/, permanent/, plans/… or the zip from "
-                                "Ombre-Brain's export")
+    raise MemoryInputError(
+        f"{path} is neither an Ombre-Brain buckets folder nor its export zip",
+        hint="give the folder that holds dynamic/, permanent/, plans/… or the zip from Ombre-Brain's export",
+    )
 
 
 def _read_folder(root: Path) -> Vault:
     vault = Vault()
     buckets = root / "buckets" if (root / "buckets").is_dir() else root
     if not any((buckets / kind).is_dir() for kind in _KINDS):
-        raise MemoryInputError(f"{root} holds none of Ombre-Brain's folders ({', '.join(_KINDS)})",
-                               hint="give the buckets folder of an Ombre-Brain vault, or its export zip")
+        raise MemoryInputError(
+            f"{root} holds none of Ombre-Brain's folders ({', '.join(_KINDS)})",
+            hint="give the buckets folder of an Ombre-Brain vault, or its export zip",
+        )
     for rel, full in _walk(buckets, vault):
         if rel.startswith("_sources/"):
             _add_source(vault, rel, functools.partial(_read_capped, full, MAX_SOURCE_BYTES))
@@ -215,8 +220,10 @@ def _read_zip(path: Path) -> Vault:
     with zipfile.ZipFile(path) as zf:
         members = zf.infolist()
         if len(members) > MAX_MEMBERS:
-            raise MemoryInputError(f"{path} has {len(members):,} entries, more than an export holds",
-                                   hint="give Ombre-Brain's own export zip")
+            raise MemoryInputError(
+                f"{path} has {len(members):,} entries, more than an export holds",
+                hint="give Ombre-Brain's own export zip",
+            )
         manifest = _manifest(zf, vault)
         listed = set()
         for info in members:
@@ -250,7 +257,7 @@ def _read_zip(path: Path) -> Vault:
                 if is_source:
                     _add_source(vault, name, read)
                 else:
-                    _add_bucket(vault, name[len("buckets/"):], read, shown=name)
+                    _add_bucket(vault, name[len("buckets/") :], read, shown=name)
             except _Mismatch as exc:
                 vault.refused.append(Refusal(name, str(exc)))
         if manifest is not None:
@@ -274,8 +281,9 @@ def _manifest(zf: zipfile.ZipFile, vault: Vault) -> dict[str, dict] | None:
         data = json.loads(raw.decode("utf-8"))
         files = {f["path"]: f for f in data["files"] if isinstance(f, dict) and isinstance(f.get("path"), str)}
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise MemoryInputError(f"the zip's {MANIFEST} cannot be read ({exc})",
-                               hint="export again from Ombre-Brain; nothing was imported") from None
+        raise MemoryInputError(
+            f"the zip's {MANIFEST} cannot be read ({exc})", hint="export again from Ombre-Brain; nothing was imported"
+        ) from None
     return files
 
 
@@ -298,6 +306,7 @@ def _unsafe_member(info: zipfile.ZipInfo) -> str | None:
 
 
 # -- one bucket ------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Bucket:
@@ -324,14 +333,14 @@ def parse_bucket(path: str, raw: bytes) -> Bucket:
     if end is None:
         raise MemoryInputError("broken frontmatter: no closing --- line")
     try:
-        front = yaml.safe_load(text[4:4 + end.start()])
+        front = yaml.safe_load(text[4 : 4 + end.start()])
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
         raise MemoryInputError(f"broken frontmatter{where}: {getattr(exc, 'problem', None) or exc}") from None
     if not isinstance(front, dict):
         raise MemoryInputError("broken frontmatter: not a set of fields")
-    body = text[4 + end.end():].strip()
+    body = text[4 + end.end() :].strip()
     if not body:
         raise MemoryInputError("the memory has no text")
     return Bucket(path, front, body)
@@ -391,10 +400,15 @@ def _quote(bucket: Bucket, sources: dict[str, str]) -> str | None:
         picked: list[str] = []
         for span in ref.get("ranges") or [[1, len(lines)]]:
             if isinstance(span, list) and len(span) == 2 and all(isinstance(n, int) for n in span):
-                picked += lines[max(0, span[0] - 1):span[1]]
+                picked += lines[max(0, span[0] - 1) : span[1]]
         # one sentence, or two side by side in one line: a quote is a stretch of the text as it stands
-        groups = [found[i:i + n] for line in picked for found in [_SENTENCE.findall(_persons(line))]
-                  for n in (1, 2) for i in range(len(found) - n + 1)]
+        groups = [
+            found[i : i + n]
+            for line in picked
+            for found in [_SENTENCE.findall(_persons(line))]
+            for n in (1, 2)
+            for i in range(len(found) - n + 1)
+        ]
         groups = [g for g in groups if "".join(g).strip()]
         if not groups:
             continue
@@ -418,8 +432,9 @@ def _pairs(text: str) -> list[str]:
 
 
 def _refs(front: dict) -> list[dict]:
-    refs = front.get("source_refs") or [r for r in front.get("source_links") or []
-                                        if isinstance(r, dict) and r.get("status", "active") == "active"]
+    refs = front.get("source_refs") or [
+        r for r in front.get("source_links") or [] if isinstance(r, dict) and r.get("status", "active") == "active"
+    ]
     return [r for r in refs if isinstance(r, dict)] if isinstance(refs, list) else []
 
 
@@ -429,8 +444,9 @@ def memory_id(original: str, body: str) -> str:
     return hashlib.sha256(f"{SOURCE}\0{original}\0{digest}".encode()).hexdigest()[:12]
 
 
-def to_memory(bucket: Bucket, sources: dict[str, str], now: dt.datetime,
-              max_chars: int) -> tuple[Memory | None, str, bool]:
+def to_memory(
+    bucket: Bucket, sources: dict[str, str], now: dt.datetime, max_chars: int
+) -> tuple[Memory | None, str, bool]:
     """The memory a bucket becomes (None: not brought over), why it is archived or skipped, and whether one
     of its times had no zone. A body over our length limit is refused, except a letter's (kept verbatim)."""
     f, origin = bucket.front, bucket.origin
@@ -445,15 +461,27 @@ def to_memory(bucket: Bucket, sources: dict[str, str], now: dt.datetime,
     domains = _strings(f.get("domain"))
     tags = [t for t in _strings(f.get("tags")) if not _SYSTEM_TAG.match(t)]
     importance = f.get("importance")
-    importance = int(importance) if isinstance(importance, (int, float)) and not isinstance(importance, bool) \
-        and math.isfinite(importance) else 5
+    importance = (
+        int(importance)
+        if isinstance(importance, (int, float)) and not isinstance(importance, bool) and math.isfinite(importance)
+        else 5
+    )
     wire.check([bucket.body, f.get("title"), domains, tags], "the bucket")
-    m = Memory(content=bucket.body, title=str(f.get("title") or "").strip()[:120],
-               importance=min(10, max(1, importance)), valence=_unit(f.get("valence"), 0.5),
-               arousal=_unit(f.get("arousal"), 0.3), domain=domains[0] if domains else "",
-               tags=list(dict.fromkeys(tags + domains[1:])), created=created, last_active=active or created,
-               activation_count=int(f["activation_count"]) if isinstance(f.get("activation_count"), (int, float))
-               and math.isfinite(f["activation_count"]) else 0, id=memory_id(original, bucket.body))
+    m = Memory(
+        content=bucket.body,
+        title=str(f.get("title") or "").strip()[:120],
+        importance=min(10, max(1, importance)),
+        valence=_unit(f.get("valence"), 0.5),
+        arousal=_unit(f.get("arousal"), 0.3),
+        domain=domains[0] if domains else "",
+        tags=list(dict.fromkeys(tags + domains[1:])),
+        created=created,
+        last_active=active or created,
+        activation_count=int(f["activation_count"])
+        if isinstance(f.get("activation_count"), (int, float)) and math.isfinite(f["activation_count"])
+        else 0,
+        id=memory_id(original, bucket.body),
+    )
     why = ""
     if origin == "plans" or kind_there == "plan":
         m.type = "承诺"
@@ -473,21 +501,40 @@ def to_memory(bucket: Bucket, sources: dict[str, str], now: dt.datetime,
     if origin == "archive" or kind_there == "archived":
         m.archived, m.pinned, why = True, False, why or "archived there"
     if m.type != LETTER_TYPE and len(m.content) > max_chars:
-        raise MemoryInputError(f"the text is {len(m.content):,} characters, over the limit of {max_chars:,}",
-                               hint="raise OMBRE_MAX_CONTENT_CHARS and import again (the rest is in already)")
+        raise MemoryInputError(
+            f"the text is {len(m.content):,} characters, over the limit of {max_chars:,}",
+            hint="raise OMBRE_MAX_CONTENT_CHARS and import again (the rest is in already)",
+        )
     quote = _quote(bucket, sources)
-    m.evidence = Evidence(from_session=None, date=shanghai_date(dt.datetime.fromisoformat(created)) if quote
-                          else None, quote=quote)
+    m.evidence = Evidence(
+        from_session=None, date=shanghai_date(dt.datetime.fromisoformat(created)) if quote else None, quote=quote
+    )
     m.status = CONFIRMED if quote else UNCONFIRMED
-    m.trace = [{"at": stamp, "action": "imported", "other": "", "by": SOURCE, "path": bucket.path,
-                "original_id": original, "reason": f"Ombre-Brain {origin}" + (f", {why}" if why else "")}]
+    m.trace = [
+        {
+            "at": stamp,
+            "action": "imported",
+            "other": "",
+            "by": SOURCE,
+            "path": bucket.path,
+            "original_id": original,
+            "reason": f"Ombre-Brain {origin}" + (f", {why}" if why else ""),
+        }
+    ]
     return m, why, zoneless_c or zoneless_a
 
 
 # -- the import ------------------------------------------------------------------------------------------
 
-def import_vault(service: MemoryService, path: Path, *, dry_run: bool = False, now: dt.datetime | None = None,
-                 progress: Callable[[str, int], None] | None = None) -> BrainImport:
+
+def import_vault(
+    service: MemoryService,
+    path: Path,
+    *,
+    dry_run: bool = False,
+    now: dt.datetime | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> BrainImport:
     """Bring a vault's memories in (or, dry, say what would come in): one transaction, then their vectors."""
     now = now or now_utc()
     vault = read_vault(path)
@@ -526,12 +573,15 @@ def import_vault(service: MemoryService, path: Path, *, dry_run: bool = False, n
         report.unconfirmed += m.evidence.quote is None
     report.archived = [a for a in report.archived if a[0] in {p.path for p in fresh}]
     if report.zoneless:
-        report.notes.append(f"{report.zoneless} {'memory' if report.zoneless == 1 else 'memories'} had a time "
-                            "without a zone: read as Asia/Shanghai")
+        report.notes.append(
+            f"{report.zoneless} {'memory' if report.zoneless == 1 else 'memories'} had a time "
+            "without a zone: read as Asia/Shanghai"
+        )
     if not dry_run and fresh:
         rows: list[NewRow] = [
             (p.memory, document(" ".join([p.memory.title, p.memory.content, " ".join(p.memory.tags)])), None)
-            for p in fresh]
+            for p in fresh
+        ]
         service.store.add_many(rows)  # one transaction: what was accepted goes in whole, or not at all
         report.added = len(fresh)
         report.embedded = enrich_pending(service.store, service.encoders, progress=progress)

@@ -4,6 +4,7 @@ Every page reads through MemoryService, the keeper, the doctor, the bill and the
 action is a POST carrying the form token (the bearer token, or a per-process secret on a loopback bind
 without one), so another site cannot make a browser act here; nothing is decided only here.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -45,11 +46,15 @@ from .text import words
 
 COOKIE = "ombre_token"
 LANG_COOKIE = "ombre_lang"
-TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("ombre.serve.ui", "templates"),
-                               autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("ombre.serve.ui", "templates"),
+    autoescape=jinja2.select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 
 
-def _int(value: str | None, lo: int = -10**12, hi: int = 10**12) -> int | None:
+def _int(value: str | None, lo: int = -(10**12), hi: int = 10**12) -> int | None:
     """A whole number from a form or the address, within [lo, hi] (a bound any real value keeps: a number of
     twenty digits is a typo or a probe, and Python would carry it into date arithmetic that overflows)."""
     value = (value or "").strip()
@@ -69,8 +74,12 @@ def _int(value: str | None, lo: int = -10**12, hi: int = 10**12) -> int | None:
 def unauthorized(request: Request) -> HTMLResponse:
     """What a browser sees at /ui without the token on a bind that needs one."""
     t = words(request.cookies.get(LANG_COOKIE))
-    return HTMLResponse(TEMPLATES.get_template("error.html").render(
-        t=t, path=request.url.path, message=t["no_token"], hint=t["no_token_hint"]), status_code=401)
+    return HTMLResponse(
+        TEMPLATES.get_template("error.html").render(
+            t=t, path=request.url.path, message=t["no_token"], hint=t["no_token_hint"]
+        ),
+        status_code=401,
+    )
 
 
 def owner_only(request: Request) -> HTMLResponse | None:
@@ -79,8 +88,12 @@ def owner_only(request: Request) -> HTMLResponse | None:
     if getattr(request.state, "owner", False):
         return None
     t = words(request.cookies.get(LANG_COOKIE))
-    return HTMLResponse(TEMPLATES.get_template("error.html").render(
-        t=t, path=request.url.path, message=t["owner_only"], hint=t["owner_only_hint"]), status_code=403)
+    return HTMLResponse(
+        TEMPLATES.get_template("error.html").render(
+            t=t, path=request.url.path, message=t["owner_only"], hint=t["owner_only_hint"]
+        ),
+        status_code=403,
+    )
 
 
 def router(tenants: Tenants, form_token: str) -> APIRouter:
@@ -89,6 +102,7 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     def memories_of(request: Request) -> MemoryService:
         return tenants.get(getattr(request.state, "namespace", s.namespace))
+
     zone = ZoneInfo(s.tz)
     r = APIRouter(prefix="/ui")
 
@@ -96,8 +110,14 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
         lang = request.query_params.get("lang") or request.cookies.get(LANG_COOKIE) or "zh"
         context.setdefault("owner", bool(getattr(request.state, "owner", False)))
         body = TEMPLATES.get_template(f"{name}.html").render(
-            t=words(lang), lang=lang, csrf=form_token, local=s.local, path=request.url.path,
-            done=request.query_params.get("done"), **context)
+            t=words(lang),
+            lang=lang,
+            csrf=form_token,
+            local=s.local,
+            path=request.url.path,
+            done=request.query_params.get("done"),
+            **context,
+        )
         response = HTMLResponse(body, status_code=code)
         if request.query_params.get("lang"):
             response.set_cookie(LANG_COOKIE, lang, samesite="strict")
@@ -108,8 +128,10 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
     async def form(request: Request) -> dict[str, str]:
         """The posted fields; refuses a post without the form token (another site's page cannot post here)."""
-        fields = {k: v[-1] for k, v in parse_qs((await request.body()).decode("utf-8", "replace"),
-                                                keep_blank_values=True).items()}
+        fields = {
+            k: v[-1]
+            for k, v in parse_qs((await request.body()).decode("utf-8", "replace"), keep_blank_values=True).items()
+        }
         if not hmac.compare_digest(fields.get("csrf", ""), form_token):
             raise PermissionError("missing or wrong form token")
         return fields
@@ -123,16 +145,23 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
     def overview(request: Request) -> HTMLResponse:
         service = memories_of(request)
         if not request.state.owner:  # a namespace's overview: its own memories, nothing of the machine
-            return page(request, "index", health=service.health(), keeper=None, week=None, waiting=None,
-                        owner=False)
+            return page(request, "index", health=service.health(), keeper=None, week=None, waiting=None, owner=False)
         state = KeeperState.load(s.keeper_state, dt.datetime.now(dt.timezone.utc)) if s.keeper_state.exists() else None
-        return page(request, "index", health=service.health(), keeper=asdict(state) if state else None,
-                    week=compute(s, 7).total, waiting=new_window.waiting(s), owner=True)
+        return page(
+            request,
+            "index",
+            health=service.health(),
+            keeper=asdict(state) if state else None,
+            week=compute(s, 7).total,
+            waiting=new_window.waiting(s),
+            owner=True,
+        )
 
     # -- memories ---------------------------------------------------------------------------------------
     @r.get("/memories", response_class=HTMLResponse)
-    def memories(request: Request, q: str = "", type: str = "", status: str = "", pinned: str = "",
-                 archived: str = "") -> HTMLResponse:
+    def memories(
+        request: Request, q: str = "", type: str = "", status: str = "", pinned: str = "", archived: str = ""
+    ) -> HTMLResponse:
         service = memories_of(request)
         found: list[dict[str, Any]] = []  # the template's rows: a memory with why and score when searched
         if q.strip():
@@ -140,16 +169,23 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
             found = [{"memory": service.store.get(c.id), "why": c.why, "score": c.score} for c in result.cards]
             found = [f for f in found if f["memory"] is not None]
         else:
-            rows = service.store.list(archived=True if archived else False, pinned=True if pinned else None,
-                                      type=type or None, limit=500)
+            rows = service.store.list(
+                archived=True if archived else False, pinned=True if pinned else None, type=type or None, limit=500
+            )
             found = [{"memory": m, "why": None, "score": None} for m in rows]
         if type and q.strip():
             found = [f for f in found if f["memory"].type == type]
         if status:
             found = [f for f in found if f["memory"].status == status]
         kinds = sorted({m.type for m in service.store.list(archived=None, limit=5_000)})
-        return page(request, "memories", found=found, q=q, kinds=kinds,
-                    filters={"type": type, "status": status, "pinned": pinned, "archived": archived})
+        return page(
+            request,
+            "memories",
+            found=found,
+            q=q,
+            kinds=kinds,
+            filters={"type": type, "status": status, "pinned": pinned, "archived": archived},
+        )
 
     @r.get("/memories/{memory_id}", response_class=HTMLResponse)
     def memory(request: Request, memory_id: str) -> HTMLResponse:
@@ -171,8 +207,13 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
         url = f"/ui/memories/{memory_id}"
         try:
             if action == "edit":
-                service.edit(memory_id, content=fields.get("content"), title=fields.get("title"),
-                             kind=fields.get("type") or None, importance=_int(fields.get("importance")))
+                service.edit(
+                    memory_id,
+                    content=fields.get("content"),
+                    title=fields.get("title"),
+                    kind=fields.get("type") or None,
+                    importance=_int(fields.get("importance")),
+                )
             elif action in ("pin", "unpin"):
                 service.edit(memory_id, pinned=action == "pin")
             elif action in ("archive", "restore"):
@@ -211,8 +252,15 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
             except (OmbreError, OSError):
                 pct = None
             stat = f.stat()
-            rows.append({"sid": f.stem, "project": f.parent.name, "size": stat.st_size, "pct": pct,
-                         "modified": dt.datetime.fromtimestamp(stat.st_mtime, dt.timezone.utc).isoformat()})
+            rows.append(
+                {
+                    "sid": f.stem,
+                    "project": f.parent.name,
+                    "size": stat.st_size,
+                    "pct": pct,
+                    "modified": dt.datetime.fromtimestamp(stat.st_mtime, dt.timezone.utc).isoformat(),
+                }
+            )
         return page(request, "sessions", rows=rows)
 
     def _session_path(sid: str) -> Path:
@@ -225,23 +273,33 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
 
         try:
             path = _session_path(sid)
-            return page(request, "session", sid=path.stem, anchors=anchors(path, 30), defaults={
-                "retain": s.forge_retain, "diet_retain": s.diet_retain}, plan=None, form_values={})
+            return page(
+                request,
+                "session",
+                sid=path.stem,
+                anchors=anchors(path, 30),
+                defaults={"retain": s.forge_retain, "diet_retain": s.diet_retain},
+                plan=None,
+                form_values={},
+            )
         except OmbreError as exc:
             return failed(request, exc)
 
     def _selector(values: dict[str, str]):
         """The range picker's fields as the CLI's --retain / --keep-days / --keep-from-idx / --keep-to-idx."""
-        return build_selector(s.forge_retain, s.forge_max_kept, retain=_int(values.get("retain")),
-                              keep_days=values.get("keep_days") or None,
-                              keep_from_idx=_int(values.get("keep_from_idx")),
-                              keep_to_idx=_int(values.get("keep_to_idx")))
+        return build_selector(
+            s.forge_retain,
+            s.forge_max_kept,
+            retain=_int(values.get("retain")),
+            keep_days=values.get("keep_days") or None,
+            keep_from_idx=_int(values.get("keep_from_idx")),
+            keep_to_idx=_int(values.get("keep_to_idx")),
+        )
 
     def _plan(path: Path, values: dict[str, str]):
         """The dry run the range picker shows: the same call as `ombre forge|diet --dry-run` with that range."""
         if values.get("mode") == "diet":
-            return run_diet(path, DietOptions.from_settings(s, retain=_int(values.get("retain")) or None,
-                                                                dry_run=True))
+            return run_diet(path, DietOptions.from_settings(s, retain=_int(values.get("retain")) or None, dry_run=True))
         return run_forge(path, ForgeOptions(selector=_selector(values), dry_run=True, window=s.context_window))
 
     @r.get("/sessions/{sid}/plan", response_class=HTMLResponse)
@@ -257,8 +315,16 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
             pack = prepare(path, parse_days(days) if days else ()).render() if values.get("mode") != "diet" else ""
         except OmbreError as exc:
             return failed(request, exc)
-        return page(request, "session", sid=path.stem, anchors=anchors(path, 30), defaults={}, plan=result,
-                    handoff=pack, form_values=values)
+        return page(
+            request,
+            "session",
+            sid=path.stem,
+            anchors=anchors(path, 30),
+            defaults={},
+            plan=result,
+            handoff=pack,
+            form_values=values,
+        )
 
     @r.post("/sessions/{sid}/tunnel", response_class=HTMLResponse)
     async def run_tunnel(request: Request, sid: str) -> HTMLResponse:
@@ -273,11 +339,18 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
             path = _session_path(sid)
             diet = values.get("mode") == "diet"
             days = values.get("handoff_days") or ""
-            result = run(s, path, TunnelOptions(
-                mode="diet" if diet else "forge", selector=None if diet else _selector(values),
-                handoff_days=parse_days(days) if days else (),
-                handoff_text=(values.get("handoff") or "").strip() or None), bridge=bridge_of(s),
-                holder=service_holder(service))
+            result = run(
+                s,
+                path,
+                TunnelOptions(
+                    mode="diet" if diet else "forge",
+                    selector=None if diet else _selector(values),
+                    handoff_days=parse_days(days) if days else (),
+                    handoff_text=(values.get("handoff") or "").strip() or None,
+                ),
+                bridge=bridge_of(s),
+                holder=service_holder(service),
+            )
         except OmbreError as exc:
             return failed(request, exc)
         return page(request, "tunnel", result=result)
@@ -301,21 +374,37 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
             if at is None:
                 continue
             pct = e.get("used_pct")
-            points.append(svg.Point(at, float(pct) if isinstance(pct, (int, float)) else None,
-                                    f"d-{e.get('decision', 'note')}",
-                                    f"{s.local(e.get('at'))} {e.get('session', '')[:8]} {e.get('decision')} "
-                                    f"{e.get('mode') or ''} {e.get('reason') or e.get('error') or ''}",
-                                    group=str(e.get("session") or "")))
-        swaps = [svg.Rule(at.timestamp(), f"{e.get('mode')} → {e.get('new_sid')}", "swap")
-                 for e in lines if e.get("decision") == "ok" and (at := _when(e.get("at"), zone))]
-        plot = svg.timeline(points, y_max=100.0, hlines=[svg.Rule(s.diet_pct, f"diet {s.diet_pct}%", "diet"),
-                                                       svg.Rule(s.forge_pct, f"forge {s.forge_pct}%", "forge")],
-                            vlines=swaps, label="context %")
+            points.append(
+                svg.Point(
+                    at,
+                    float(pct) if isinstance(pct, (int, float)) else None,
+                    f"d-{e.get('decision', 'note')}",
+                    f"{s.local(e.get('at'))} {e.get('session', '')[:8]} {e.get('decision')} "
+                    f"{e.get('mode') or ''} {e.get('reason') or e.get('error') or ''}",
+                    group=str(e.get("session") or ""),
+                )
+            )
+        swaps = [
+            svg.Rule(at.timestamp(), f"{e.get('mode')} → {e.get('new_sid')}", "swap")
+            for e in lines
+            if e.get("decision") == "ok" and (at := _when(e.get("at"), zone))
+        ]
+        plot = svg.timeline(
+            points,
+            y_max=100.0,
+            hlines=[
+                svg.Rule(s.diet_pct, f"diet {s.diet_pct}%", "diet"),
+                svg.Rule(s.forge_pct, f"forge {s.forge_pct}%", "forge"),
+            ],
+            vlines=swaps,
+            label="context %",
+        )
         runs = [e for e in lines if e.get("decision") in ("ok", "fail", "trigger", "note")][-40:][::-1]
         checks = doctor.run(s, serve_health=service.health(), serve_url=str(request.base_url).rstrip("/"))
         skips = [e for e in lines if e.get("decision") == "skip"][-5:][::-1]
-        return page(request, "keeper", status=status, checks=checks, plot=plot, points=len(points), runs=runs,
-                    skips=skips)
+        return page(
+            request, "keeper", status=status, checks=checks, plot=plot, points=len(points), runs=runs, skips=skips
+        )
 
     # -- the bill ---------------------------------------------------------------------------------------
     @r.get("/bill", response_class=HTMLResponse)
@@ -334,11 +423,15 @@ def router(tenants: Tenants, form_token: str) -> APIRouter:
             if at is None:
                 continue
             points.append(svg.Point(at, float(q.cache_read), "read", f"{s.local(q.at)} read {q.cache_read:,}"))
-            points.append(svg.Point(at, float(q.cache_creation), "write",
-                                    f"{s.local(q.at)} write {q.cache_creation:,}"))
+            points.append(
+                svg.Point(at, float(q.cache_creation), "write", f"{s.local(q.at)} write {q.cache_creation:,}")
+            )
         start = _when(b.requests[0].at, zone) if b.requests else None
-        swaps = [svg.Rule(at.timestamp(), f"{e['mode']} {e['new_sid']}", "swap")
-                 for e in b.swaps if (at := _when(e["at"], zone)) and (start is None or at >= start)]
+        swaps = [
+            svg.Rule(at.timestamp(), f"{e['mode']} {e['new_sid']}", "swap")
+            for e in b.swaps
+            if (at := _when(e["at"], zone)) and (start is None or at >= start)
+        ]
         return page(request, "bill", b=b, days=n, plot=svg.timeline(points, vlines=swaps, label="cache tokens"))
 
     # -- the hook log -----------------------------------------------------------------------------------
