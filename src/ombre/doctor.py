@@ -44,7 +44,10 @@ class Check:
 def _same_place(a: str, b: str) -> bool:
     loopback = {"127.0.0.1", "localhost", "::1"}
     pa, pb = urlsplit(a), urlsplit(b)
-    host = lambda p: "loopback" if p.hostname in loopback else p.hostname  # noqa: E731
+
+    def host(p):
+        return "loopback" if p.hostname in loopback else p.hostname
+
     return (host(pa), pa.port or 80) == (host(pb), pb.port or 80)
 
 

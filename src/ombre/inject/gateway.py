@@ -270,7 +270,7 @@ class LocalRecall:
         """Open the store and load the model now; the reason if that failed (the gateway runs anyway)."""
         try:
             self._open().warm()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 — whatever failed, the gateway runs on without memory
             return str(exc)
         return None
 

@@ -80,7 +80,7 @@ class MemoryService:
                         continue
                     try:
                         self._encoders[key] = LOADERS[key]()
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:  # noqa: BLE001 — a model that will not load leaves the other
                         self.encoder_errors[key] = f"{key} model unavailable: {exc}"
         return {k: self._encoders[k] for k in ORDER if k in self._encoders}
 
@@ -372,7 +372,7 @@ class MemoryService:
     def health(self) -> dict:
         try:
             total = self.store.count()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 — health reports any store failure, never raises it
             return {"status": "degraded", "reason": f"store unavailable: {exc}"}
         from importlib.metadata import PackageNotFoundError, version
 

@@ -137,7 +137,10 @@ def model_verdict(model: JsonModel, new: Memory, candidates: list[tuple[Memory, 
     ids = {m.id for m, _ in candidates}
     if action in NEEDS_TARGET and target not in ids:
         raise ModelError(f"{action} needs one of the given ids, got {target!r}")
-    text = lambda key: str(answer.get(key) or "")[:200]  # noqa: E731
+
+    def text(key: str) -> str:
+        return str(answer.get(key) or "")[:200]
+
     return Verdict(
         action,
         target if action in NEEDS_TARGET else None,

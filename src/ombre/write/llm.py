@@ -99,7 +99,7 @@ class AnthropicModel:
         self._options = {"api_key": api_key, "base_url": base_url, "timeout": timeout_s, "max_retries": 0}
 
     @cached_property
-    def _client(self):  # noqa: ANN202
+    def _client(self):
         # imported on the first question, not when configured: every command that opens the memory service
         # configures the arbiter, few of them ask, and the import costs over a second
         import anthropic
@@ -130,7 +130,7 @@ class OpenAIModel:
         self._options = {"api_key": api_key, "base_url": base_url, "timeout": timeout_s, "max_retries": 0}
 
     @cached_property
-    def _client(self):  # noqa: ANN202
+    def _client(self):
         import openai  # on the first question, as AnthropicModel
 
         return openai.OpenAI(**self._options)

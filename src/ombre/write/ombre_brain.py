@@ -350,9 +350,11 @@ def _unit(value: object, default: float) -> float:
     """Valence and arousal: 0–1 there as here; older files wrote "V0.9"."""
     if isinstance(value, str):
         value = value.strip().lstrip("VvAa")
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        return default
     try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        number = float(value)
+    except ValueError:
         return default
     return default if math.isnan(number) else min(1.0, max(0.0, number))
 
