@@ -1,6 +1,6 @@
 """The `ombre` command: thin adapters that parse options, call the library and print the result.
 
-One module a subsystem (window, memory, service, swap, setup), display text in render.py, errors mapped to
+One module a subsystem (window, memory, memories, service, swap, setup), display text in render.py, errors mapped to
 message / JSON / exit code once, in base.py's command classes. A subsystem's module is imported only when one
 of its commands runs; the line each shows in `ombre --help` is kept here so listing them imports nothing.
 """
@@ -29,7 +29,7 @@ COMMANDS = {  # name → (module, the first line of its help)
         ".memory",
         "Recall memories for a query (keywords and two encoders, rank-fused), or the handoff block at session start.",
     ),
-    "memories": (".memory", "List, inspect, pin, archive, restore, export and import memories."),
+    "memories": (".memories", "List, inspect, pin, archive, restore, export and import memories."),
     "namespace": (
         ".memory",
         "Namespaces: one person or companion each, on one store (a token per namespace for `ombre serve`).",
