@@ -283,3 +283,29 @@ def test_the_import_is_the_same_on_postgresql(vault, tmp_path, embedder, postgre
     assert first.added == 12 and again.added == 0 and len(got) == 12 and first.embedded == 24
     assert got["7c1d2e3f4a5b"].evidence.quote == "以后每周五晚上九点我们视频好不好？"
     assert found.cards[0].id == got["aa11bb22cc33"].id
+
+
+def test_odd_but_readable_fields_import_and_a_corrupt_zip_member_is_refused_alone(vault, tmp_path, svc, embedder):
+    odd = vault / "buckets" / "dynamic" / "生活" / "2026-04-05 10-00-00 怪_abcabcabcabc.md"
+    odd.write_text("---\nid: abcabcabcabc\ncreated: 0001-01-01\nlast_active: '2026-04-05T10:00:00+08:00'\n"
+                   "activation_count: 1.0e+20\nsource_refs:\n- ref: [not, a, name]\n  ranges: 5\n"
+                   "type: dynamic\n---\n\n她周末喜欢去爬山。\n", encoding="utf-8")
+    report = import_vault(svc, vault)
+    m = _by_original(svc)["abcabcabcabc"]  # a placeholder date, an absurd count, refs of the wrong shape
+    assert m.created == "2026-04-05T02:00:00+00:00" and m.activation_count == 2**31 - 1
+    assert m.evidence.quote is None and report.added == 13
+
+    files = export_files()
+    path = export_zip(tmp_path / "export.zip", files, stored=True)
+    data = path.read_bytes()
+    marker = "觉得特别踏实".encode()  # in the bucket only (its source says it otherwise)
+    at = data.index(marker)
+    path.write_bytes(data[:at] + b"X" + data[at + 1 :])  # one byte of one member flipped: its CRC fails
+    fresh = _service(tmp_path / "z", embedder)
+    try:
+        again = import_vault(fresh, path, dry_run=True)
+    finally:
+        fresh.close()
+    launch = next(n for n in files if n.endswith("3f9a0c12ab4e.md"))
+    assert "cannot be read from the zip" in dict(again.refused)[launch]
+    assert sum(again.by_type.values()) == 11

@@ -292,6 +292,9 @@ def test_a_bad_address_is_a_clear_error(tmp_path):
     with pytest.raises(StoreError, match="cannot open the PostgreSQL memory store") as caught:
         open_store(s)
     assert "pw" not in s.database_label and "OMBRE_DB" in caught.value.hint
+    for name, value in (("OMBRE_PG_POOL_MAX", "1"), ("OMBRE_PG_POOL_MIN", "-1"), ("OMBRE_PG_POOL_TIMEOUT_MS", "0")):
+        with pytest.raises(UsageError, match=f"{name}={value} is too small"):
+            Settings.from_env({"HOME": str(tmp_path), name: value})
 
 
 def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, postgres):

@@ -35,11 +35,11 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw.strip().lower() not in {"0", "false", "no", "off"}
 
 
-def _pool_max(n: int) -> int:
-    if n < 2:
+def _at_least(env: Mapping[str, str], name: str, default: int, least: int, why: str = "") -> int:
+    n = _int(env, name, default)
+    if n < least:
         raise UsageError(
-            f"OMBRE_PG_POOL_MAX={n} is too small: a hold keeps one connection for its lock and works on another",
-            hint="give 2 or more (default 10)",
+            f"{name}={n} is too small" + (f": {why}" if why else ""), hint=f"give {least} or more (default {default})"
         )
     return n
 
@@ -278,9 +278,11 @@ class Settings:
             claude_bin=env.get("OMBRE_CLAUDE_BIN") or "claude",
             db=database_url(env.get("OMBRE_DB")),
             namespace=namespace_name(env.get("OMBRE_NAMESPACE") or "default"),
-            pg_pool_min=_int(env, "OMBRE_PG_POOL_MIN", 1),
-            pg_pool_max=_pool_max(_int(env, "OMBRE_PG_POOL_MAX", 10)),
-            pg_pool_timeout_ms=_int(env, "OMBRE_PG_POOL_TIMEOUT_MS", 10_000),
+            pg_pool_min=_at_least(env, "OMBRE_PG_POOL_MIN", 1, 0),
+            pg_pool_max=_at_least(
+                env, "OMBRE_PG_POOL_MAX", 10, 2, "a hold keeps one connection for its lock and works on another"
+            ),
+            pg_pool_timeout_ms=_at_least(env, "OMBRE_PG_POOL_TIMEOUT_MS", 10_000, 1),
             tz=_zone(env.get("OMBRE_TZ") or SHANGHAI.key),
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),

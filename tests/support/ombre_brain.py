@@ -29,17 +29,18 @@ def export_files(vault: Path = VAULT) -> dict[str, bytes]:
 def manifest(files: dict[str, bytes]) -> bytes:
     entries = [{"path": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
                for name, data in sorted(files.items())]
+    total = sum(len(d) for d in files.values())
     return json.dumps({"schema_version": 1, "kind": "ombre-brain-backup", "created_at": "2026-05-04T10:00:00",
-                       "version": "test", "file_count": len(entries), "total_bytes": sum(len(d) for d in files.values()),
-                       "files": entries}, ensure_ascii=False, indent=2).encode()
+                       "version": "test", "file_count": len(entries), "total_bytes": total, "files": entries},
+                      ensure_ascii=False, indent=2).encode()
 
 
 def export_zip(dest: Path, files: dict[str, bytes] | None = None, *, listed: dict[str, bytes] | None = None,
-               symlinks: dict[str, str] | None = None, with_manifest: bool = True) -> Path:
+               symlinks: dict[str, str] | None = None, with_manifest: bool = True, stored: bool = False) -> Path:
     """Write an export zip: `files` as members, the manifest made from `listed` (default: the same files, so a
     member changed after the manifest was made shows up), and `symlinks` as symbolic-link members."""
     files = export_files() if files is None else files
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             zf.writestr(name, data)
         for name, target in (symlinks or {}).items():

@@ -157,6 +157,10 @@ def _bm25(words: str, grams: str, length: float, idf: dict[str, float]) -> float
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s AND namespace=%s"
 
 
+def _unlock_all(db) -> None:
+    db.execute("SELECT pg_advisory_unlock_all()")
+
+
 class PostgresStore(SqlStore):
     P, ORDER, PLUS = "%s", "seq", ""
     # the pool and the bound on holds keeping a connection: __init__ takes them from `share`, or opens them
@@ -204,6 +208,10 @@ class PostgresStore(SqlStore):
             open=False,
             kwargs={"autocommit": True},
             configure=register_vector,
+            # a connection the server dropped (a restart) is found before it is lent, not by a failed request
+            check=ConnectionPool.check_connection,
+            # and one lent back still holding a hold's lock (an interrupted hold) gives it up
+            reset=_unlock_all,
             name="ombre",
         )
         # A hold keeps one connection for its lock and works on others: at most all but one connection
@@ -264,11 +272,19 @@ class PostgresStore(SqlStore):
         # a connection of its own for the whole hold (which runs several transactions on others, and may
         # wait seconds on an arbitration model while recall goes on through the rest of the pool).
         with self._holding, self._lockers, self._connection() as db:
-            db.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
+            try:
+                db.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
+            except self._psycopg.Error as exc:
+                raise StoreError(
+                    f"memory database lock failed: {exc}", hint="check OMBRE_DB; nothing was written"
+                ) from exc
             try:
                 yield
             finally:
-                db.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
+                try:
+                    db.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (HOLD_CLASS, self.namespace))
+                except self._psycopg.Error:
+                    pass  # the connection is gone, and its session's lock with it; what the hold wrote stands
 
     @contextmanager
     def _connection(self) -> Iterator:

@@ -26,6 +26,7 @@ the original id and the body's hash, so a second run adds nothing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import hashlib
@@ -35,6 +36,7 @@ import os
 import re
 import stat
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -57,6 +59,9 @@ MAX_BUCKET_BYTES = 1 << 20  # a memory of a megabyte is not a memory (Ombre-Brai
 MAX_SOURCE_BYTES = 10 << 20  # Ombre-Brain's own cap on a source file
 MAX_MEMBERS = 200_000  # zip entries read at most: past this it is not an export
 MANIFEST = "backup_manifest.json"
+MAX_MANIFEST_BYTES = 64 << 20  # a line of path, size and hash per file: about 200 bytes for each of MAX_MEMBERS
+MAX_ACTIVATIONS = 2**31 - 1  # a store's INTEGER column: one absurd count must not sink the whole transaction
+MAX_QUOTED_LINES = 2_000  # lines of a source read for one bucket's quote, whatever its ranges say
 _SOURCE_NAME = re.compile(r"src_([0-9a-f]{64})\.source")
 _SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]*")
 _SYSTEM_TAG = re.compile(r"^__\w+__$")
@@ -132,6 +137,8 @@ def read_vault(path: Path) -> Vault:
 
 def _read_folder(root: Path) -> Vault:
     vault = Vault()
+    if (root / "buckets").is_symlink():
+        raise MemoryInputError(f"{root / 'buckets'} is a symbolic link", hint="give the folder it points to")
     buckets = root / "buckets" if (root / "buckets").is_dir() else root
     if not any((buckets / kind).is_dir() for kind in _KINDS):
         raise MemoryInputError(
@@ -186,10 +193,14 @@ class _TooBig(Exception):
         super().__init__(f"over {cap >> 20} MB: not read")
 
 
+class _Unreadable(Exception):
+    """A zip member that cannot be read: a bad CRC, encryption, a compression zipfile lacks, a broken stream."""
+
+
 def _add_bucket(vault: Vault, rel: str, read: Callable[[], bytes], shown: str | None = None) -> None:
     try:
         vault.buckets[rel] = read()
-    except (_TooBig, OSError) as exc:
+    except (_TooBig, _Unreadable, OSError) as exc:
         vault.refused.append(Refusal(shown or rel, str(exc)))
         return
     if shown:
@@ -203,7 +214,7 @@ def _add_source(vault: Vault, rel: str, read: Callable[[], bytes]) -> None:
         return
     try:
         data = read()
-    except (_TooBig, OSError) as exc:
+    except (_TooBig, _Unreadable, OSError) as exc:
         vault.refused.append(Refusal(rel, str(exc)))
         return
     if hashlib.sha256(data).hexdigest() != m.group(1):
@@ -236,7 +247,12 @@ def _read_zip(path: Path) -> Vault:
                 vault.refused.append(Refusal(name, why))
                 continue
             is_source = name.startswith(("sources/", "buckets/_sources/"))
-            is_bucket = name.startswith("buckets/") and name.endswith(".md") and not is_source
+            is_bucket = (
+                name.startswith("buckets/")
+                and name.endswith(".md")
+                and not is_source
+                and not name[len("buckets/") :].startswith(("_", "."))
+            )
             if not (is_source or is_bucket):
                 vault.other_files += 1
                 continue
@@ -245,8 +261,11 @@ def _read_zip(path: Path) -> Vault:
             def read(info=info, cap=cap) -> bytes:
                 if info.file_size > cap:
                     raise _TooBig(cap)
-                with zf.open(info) as f:
-                    data = f.read(cap + 1)  # the header's size is the zip's word: read no more than the cap
+                try:
+                    with zf.open(info) as f:
+                        data = f.read(cap + 1)  # the header's size is the zip's word: read no more than the cap
+                except (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, EOFError) as exc:
+                    raise _Unreadable(f"cannot be read from the zip ({exc})") from None
                 if len(data) > cap:
                     raise _TooBig(cap)
                 if manifest is not None:
@@ -273,10 +292,22 @@ class _Mismatch(Exception):
 
 def _manifest(zf: zipfile.ZipFile, vault: Vault) -> dict[str, dict] | None:
     try:
-        raw = zf.read(MANIFEST)
+        info = zf.getinfo(MANIFEST)
     except KeyError:
         vault.notes.append(f"the zip has no {MANIFEST}: its files could not be checked against one")
         return None
+    try:
+        with zf.open(info) as f:
+            raw = f.read(MAX_MANIFEST_BYTES + 1)
+    except (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, EOFError) as exc:
+        raise MemoryInputError(
+            f"the zip's {MANIFEST} cannot be read ({exc})", hint="export again from Ombre-Brain; nothing was imported"
+        ) from None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise MemoryInputError(
+            f"the zip's {MANIFEST} is over {MAX_MANIFEST_BYTES >> 20} MB: no export's is",
+            hint="export again from Ombre-Brain; nothing was imported",
+        )
     try:
         data = json.loads(raw.decode("utf-8"))
         files = {f["path"]: f for f in data["files"] if isinstance(f, dict) and isinstance(f.get("path"), str)}
@@ -371,7 +402,10 @@ def _time(value: object) -> tuple[str | None, bool]:
     if not isinstance(value, dt.datetime):
         return None, False
     zoneless = value.tzinfo is None
-    return iso(value.replace(tzinfo=SHANGHAI) if zoneless else value), zoneless
+    try:
+        return iso(value.replace(tzinfo=SHANGHAI) if zoneless else value), zoneless
+    except (OverflowError, ValueError):  # a placeholder such as 0001-01-01 has no UTC form: no time
+        return None, False
 
 
 def _strings(value: object) -> list[str]:
@@ -395,14 +429,19 @@ def _quote(bucket: Bucket, sources: dict[str, str]) -> str | None:
     """The person's words behind the bucket, verbatim from its source file: the one or two sentences of the
     referenced lines that share the most with the memory (our quotes are at most two sentences)."""
     for ref in _refs(bucket.front):
-        text = sources.get(ref.get("ref", ""))
+        name, ranges = ref.get("ref"), ref.get("ranges")
+        text = sources.get(name) if isinstance(name, str) else None
         if text is None:
             continue
         lines = text.splitlines()
-        picked: list[str] = []
-        for span in ref.get("ranges") or [[1, len(lines)]]:
-            if isinstance(span, list) and len(span) == 2 and all(isinstance(n, int) for n in span):
-                picked += lines[max(0, span[0] - 1) : span[1]]
+        spans = ranges if isinstance(ranges, list) and ranges else [[1, len(lines)]]
+        wanted: set[int] = set()  # line numbers, each once, however the ranges overlap
+        for span in spans:
+            if isinstance(span, list) and len(span) == 2 and all(type(n) is int for n in span):
+                wanted.update(range(max(0, span[0] - 1), min(len(lines), span[1], span[0] - 1 + MAX_QUOTED_LINES)))
+            if len(wanted) >= MAX_QUOTED_LINES:
+                break
+        picked = [lines[i] for i in sorted(wanted)[:MAX_QUOTED_LINES]]
         # one sentence, or two side by side in one line: a quote is a stretch of the text as it stands
         groups = [
             found[i : i + n]
@@ -479,7 +518,7 @@ def to_memory(
         tags=list(dict.fromkeys(tags + domains[1:])),
         created=created,
         last_active=active or created,
-        activation_count=int(f["activation_count"])
+        activation_count=min(MAX_ACTIVATIONS, max(0, int(f["activation_count"])))
         if isinstance(f.get("activation_count"), (int, float)) and math.isfinite(f["activation_count"])
         else 0,
         id=memory_id(original, bucket.body),
@@ -557,35 +596,39 @@ def import_vault(
         if memory.archived:
             report.archived.append((rel, why))
         planned.append(Planned(memory, rel, bucket.origin))
-    present = service.store.get_many([p.memory.id for p in planned])
-    fresh: list[Planned] = []
-    seen: set[str] = set()
-    for p in planned:
-        if p.memory.id in present or p.memory.id in seen:
-            report.skipped.append((p.path, "already imported"))
-            continue
-        seen.add(p.memory.id)
-        fresh.append(p)
-    _pin_within_cap(service, fresh, report)
-    for p in fresh:
-        m = p.memory
-        report.by_type[m.type] = report.by_type.get(m.type, 0) + 1
-        report.by_origin[p.origin] = report.by_origin.get(p.origin, 0) + 1
-        report.quoted += m.evidence.quote is not None
-        report.unconfirmed += m.evidence.quote is None
-    report.archived = [a for a in report.archived if a[0] in {p.path for p in fresh}]
-    if report.zoneless:
-        report.notes.append(
-            f"{report.zoneless} {'memory' if report.zoneless == 1 else 'memories'} had a time "
-            "without a zone: read as Asia/Shanghai"
-        )
-    if not dry_run and fresh:
-        rows: list[NewRow] = [
-            (p.memory, document(" ".join([p.memory.title, p.memory.content, " ".join(p.memory.tags)])), None)
-            for p in fresh
-        ]
-        service.store.add_many(rows)  # one transaction: what was accepted goes in whole, or not at all
-        report.added = len(fresh)
+    # what is already there, the pinned cap and the write under the store's hold lock: a hold beside the
+    # import cannot pass the cap between the count and the write
+    with contextlib.nullcontext() if dry_run else service.store.exclusive():
+        present = service.store.get_many([p.memory.id for p in planned])
+        fresh: list[Planned] = []
+        seen: set[str] = set()
+        for p in planned:
+            if p.memory.id in present or p.memory.id in seen:
+                report.skipped.append((p.path, "already imported"))
+                continue
+            seen.add(p.memory.id)
+            fresh.append(p)
+        _pin_within_cap(service, fresh, report)
+        for p in fresh:
+            m = p.memory
+            report.by_type[m.type] = report.by_type.get(m.type, 0) + 1
+            report.by_origin[p.origin] = report.by_origin.get(p.origin, 0) + 1
+            report.quoted += m.evidence.quote is not None
+            report.unconfirmed += m.evidence.quote is None
+        report.archived = [a for a in report.archived if a[0] in {p.path for p in fresh}]
+        if report.zoneless:
+            report.notes.append(
+                f"{report.zoneless} {'memory' if report.zoneless == 1 else 'memories'} had a time "
+                "without a zone: read as Asia/Shanghai"
+            )
+        if not dry_run and fresh:
+            rows: list[NewRow] = [
+                (p.memory, document(" ".join([p.memory.title, p.memory.content, " ".join(p.memory.tags)])), None)
+                for p in fresh
+            ]
+            service.store.add_many(rows)  # one transaction: what was accepted goes in whole, or not at all
+            report.added = len(fresh)
+    if report.added:  # the vectors after the lock: a hold beside a large import need not wait for them
         report.embedded = enrich_pending(service.store, service.encoders, progress=progress)
     return report
 
