@@ -76,7 +76,9 @@ def test_every_kind_keeps_its_meaning(vault, tmp_path, embedder):
     letter = got["9e8d7c6b5a41"]
     source = next(VAULT.glob("buckets/letters/history/*.md")).read_text(encoding="utf-8")
     assert letter.type == LETTER_TYPE and len(letter.content) > 60 and source.rstrip().endswith(letter.content)
-    assert letter.importance == 10 and letter.title == "写在雨夜"
+    assert letter.importance == 10 and letter.title == "写在雨夜" and letter.domain == "letter"
+    assert "a letter sealed there until 2027-01-01" in letter.origin["reason"]  # its lock_type: timed
+    assert report.sealed == [(next(p for p, _ in report.sealed), "a letter sealed there until 2027-01-01")]
 
     assert got["d4e5f6a1b2c3"].archived and not got["d4e5f6a1b2c3"].pinned
     assert "e5f6a1b2c3d4" not in got  # deleted there (a tombstone): not brought back
@@ -166,6 +168,11 @@ def test_plain_breath_finds_imported_memories_but_not_the_companions_reflections
     assert feel not in {c.id for c in plain.cards + plain.pinned}
     asked = svc.breath(BreathRequest("看她熬到凌晨我有点心疼", domain=FEEL_DOMAIN), touch=False)
     assert asked.cards and asked.cards[0].id == feel
+    # a letter (this one sealed until next new year there) is read when asked for, never shown unasked
+    letter = got["9e8d7c6b5a41"].id
+    for words in ("下雨的晚上想起我们第一次聊天", "你上次是不是心疼我熬夜了"):
+        assert letter not in {c.id for c in svc.breath(BreathRequest(words, max_results=10), touch=False).cards}
+    assert svc.breath(BreathRequest("下雨的晚上想起我们第一次聊天", domain="letter"), touch=False).cards[0].id == letter
     # a year on, the day's 今日纪念 card is a memory of that day, never the companion's reflection of it
     year_on = dt.datetime(2027, 5, 1, 12, tzinfo=dt.timezone.utc)
     card = svc.breath(BreathRequest("今天好累"), now=year_on, touch=False).anniversary

@@ -308,6 +308,12 @@ def brain_import(r) -> str:
             f"pinned there, past our cap of pinned memories, kept at importance 10 ({len(r.kept_at_10)}): "
             + "; ".join(r.kept_at_10)
         )
+    if r.sealed:
+        lines.append(
+            f"letters sealed there ({len(r.sealed)}): kept verbatim, never shown unasked; "
+            "`ombre breath --domain letter` reads them"
+        )
+        lines += [f"  {path}: {why}" for path, why in r.sealed]
     for title, rows in (("archived", r.archived), ("skipped", r.skipped), ("refused", r.refused)):
         if rows:
             lines.append(f"{title} ({len(rows)}):")

@@ -13,7 +13,7 @@ import re
 from typing import cast
 
 from ..clock import SHANGHAI
-from .model import FEEL_TYPE, Memory
+from .model import ASKED_ONLY, Memory
 from .store import MemoryStore
 
 ANNIVERSARY_TAGS = ("生日", "纪念日")
@@ -70,7 +70,7 @@ def pick(store: MemoryStore, today: dt.date) -> Memory | None:
     candidates = [
         m
         for m in _on(store, [today], today - dt.timedelta(days=364))
-        if is_anniversary(m, today) and m.type != FEEL_TYPE
+        if is_anniversary(m, today) and m.type not in ASKED_ONLY
     ]
     if not candidates:
         return None

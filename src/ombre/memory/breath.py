@@ -20,7 +20,7 @@ from ..tokens import estimate_text
 from . import anniversary, emotion
 from .embed import Embedder
 from .fusion import is_relevant, retrieve
-from .model import FEEL_DOMAIN, FEEL_TYPE, HANDOFF_TYPE, Memory
+from .model import ASKED_ONLY, HANDOFF_TYPE, Memory
 from .query import Query
 from .signals import E5_TOKENS
 from .store import MemoryStore
@@ -257,7 +257,7 @@ def _recall(
                 m is None
                 or not m.current
                 or (req.domain and m.domain != req.domain)
-                or (m.type == FEEL_TYPE and req.domain != FEEL_DOMAIN)
+                or (m.type in ASKED_ONLY and req.domain != ASKED_ONLY[m.type])
             ):
                 continue
             relevance, why = fused[mid]

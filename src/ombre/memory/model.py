@@ -11,7 +11,10 @@ COMMITMENT_TYPES = ("承诺", "约定")  # never decay, never archived automatic
 HANDOFF_TYPE = "会话交接"
 # The companion's own reflections (Ombre-Brain's feel): recalled only when asked for by their domain
 FEEL_TYPE, FEEL_DOMAIN = "沉淀", "feel"
-LETTER_TYPE = "信件"  # a letter, kept verbatim
+# A letter, kept verbatim; read when asked for (some were sealed until a day), never shown unasked
+LETTER_TYPE, LETTER_DOMAIN = "信件", "letter"
+# The kinds recall leaves out unless the request names their domain (breath(domain=…))
+ASKED_ONLY = {FEEL_TYPE: FEEL_DOMAIN, LETTER_TYPE: LETTER_DOMAIN}
 BUILTIN_TYPES = ("偏好", "事件", "规则", "承诺", "约定", HANDOFF_TYPE, "感受", "关系", "日常", FEEL_TYPE, LETTER_TYPE)
 
 

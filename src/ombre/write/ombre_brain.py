@@ -47,7 +47,16 @@ from .. import wire
 from ..clock import SHANGHAI, iso, now_utc, shanghai_date
 from ..errors import MemoryInputError
 from ..memory.hold import enrich_pending
-from ..memory.model import CONFIRMED, FEEL_DOMAIN, FEEL_TYPE, LETTER_TYPE, UNCONFIRMED, Evidence, Memory
+from ..memory.model import (
+    CONFIRMED,
+    FEEL_DOMAIN,
+    FEEL_TYPE,
+    LETTER_DOMAIN,
+    LETTER_TYPE,
+    UNCONFIRMED,
+    Evidence,
+    Memory,
+)
 from ..memory.query import PERSON_ROLES, speaker_tag
 from ..memory.segment import document
 from ..memory.service import MemoryService
@@ -110,6 +119,7 @@ class BrainImport:
     quoted: int = 0  # memories whose quote came from a source file
     unconfirmed: int = 0  # memories left 未确认 (no source file, or one that does not match its name)
     zoneless: int = 0  # memories with a time without a zone, read as Asia/Shanghai
+    sealed: list[tuple[str, str]] = field(default_factory=list)  # (path, why): letters locked there
     embedded: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -479,6 +489,19 @@ def _refs(front: dict) -> list[dict]:
     return [r for r in refs if isinstance(r, dict)] if isinstance(refs, list) else []
 
 
+def _sealed_until(front: dict, now: dt.datetime) -> str | None:
+    """When a letter locked there opens ("never" for a permanent lock), or None when it is open."""
+    lock = str(front.get("lock_type") or "none").lower()
+    if lock == "permanent":
+        return "never"
+    if lock != "timed":
+        return None
+    opens, _ = _time(front.get("unlock_date"))
+    if not opens or opens <= iso(now):
+        return None
+    return shanghai_date(dt.datetime.fromisoformat(opens))  # the day as it was written there
+
+
 def memory_id(original: str, body: str) -> str:
     """Ours for a bucket: the same original id and text give the same memory, so a second run adds nothing."""
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
@@ -531,7 +554,10 @@ def to_memory(
         if status in ("resolved", "abandoned"):
             m.archived, why = True, f"a plan {status} there"
     elif origin == "letters" or kind_there == "letter":
-        m.type = LETTER_TYPE
+        m.type, m.domain = LETTER_TYPE, LETTER_DOMAIN
+        sealed = _sealed_until(f, now)
+        if sealed:
+            why = f"a letter sealed there until {sealed}"
     elif origin == "feel" or kind_there == "feel":
         m.type, m.domain = FEEL_TYPE, FEEL_DOMAIN
     else:
@@ -595,6 +621,8 @@ def import_vault(
         report.zoneless += zoneless
         if memory.archived:
             report.archived.append((rel, why))
+        elif why:
+            report.sealed.append((rel, why))
         planned.append(Planned(memory, rel, bucket.origin))
     # what is already there, the pinned cap and the write under the store's hold lock: a hold beside the
     # import cannot pass the cap between the count and the write
@@ -616,6 +644,7 @@ def import_vault(
             report.quoted += m.evidence.quote is not None
             report.unconfirmed += m.evidence.quote is None
         report.archived = [a for a in report.archived if a[0] in {p.path for p in fresh}]
+        report.sealed = [a for a in report.sealed if a[0] in {p.path for p in fresh}]
         if report.zoneless:
             report.notes.append(
                 f"{report.zoneless} {'memory' if report.zoneless == 1 else 'memories'} had a time "
