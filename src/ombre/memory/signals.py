@@ -91,8 +91,13 @@ def _plan(
         # often about another). Short of time, both forms shorter rather than one: on the hook dialogues' dev
         # split both cut to 32 tokens showed as much as both at 64, the recent turns alone at 64 less than
         # USE alone (bench/inject_threshold.py).
+        # Short of time is when the tokenizer's calls cost most: a cut is skipped where even its least cost
+        # (one text, as long as the longest form's cut) would not fit, and each cut is taken from the last
+        cuts = {name: (text, count(text)) for name, text in forms.items()}
         for limit in range(e5_tokens, E5_MIN_TOKENS - 1, -E5_TOKEN_STEP):
-            cuts = {name: tail(text, limit, count) for name, text in forms.items()}
+            if not _fits(encoder, key, max(min(n, limit) for _, n in cuts.values()), deadline):
+                continue
+            cuts = {name: cut if cut[1] <= limit else tail(cut[0], limit, count) for name, cut in cuts.items()}
             distinct = dict(cuts.values())  # text → its tokens, each embedded once
             if _fits(encoder, key, sum(distinct.values()), deadline, len(distinct)):
                 plan[key] = {name: text for name, (text, _) in cuts.items()}
