@@ -15,7 +15,8 @@ from . import arbitration, scarcity, write_gate
 from .arbitration import Verdict
 from .embed import Embedder
 from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory
-from .segment import document, query_terms
+from .rows import terms_of
+from .segment import query_terms
 from .store import GateEntry, MemoryStore
 
 _SENTENCE_END = re.compile(r"[。！？!?；;]+|\.(?=\s|$)")
@@ -178,7 +179,7 @@ def hold(
     result.scarcity = scarcity.enforce(
         store, memory, manual=req.source == "manual", max_pinned=max_pinned, max_10=max_10, max_9=max_9
     )
-    store.add(memory, document(" ".join([memory.title, memory.content, " ".join(memory.tags)])))
+    store.add(memory, terms_of(memory))
     if verdict is not None:
         arbitration.link(store, verdict, memory, now)
     store.log_gate(

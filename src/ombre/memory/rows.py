@@ -126,10 +126,19 @@ def row_values(m: Memory) -> tuple:
     )
 
 
+def terms_of(memory: Memory) -> tuple[str, str]:
+    """A memory's indexed columns (its keys and character bigrams), from its title, content and tags."""
+    return _document(memory.title, memory.content, memory.tags)
+
+
 def document_of(title: str, content: str, tags: str) -> tuple[str, str]:
-    """The indexed columns of a stored memory, as hold makes them (title, content and tags)."""
+    """The indexed columns of a stored memory (tags as stored: JSON), as terms_of makes them."""
     try:
         tag_list = json.loads(tags or "[]")
     except ValueError:
         tag_list = []
-    return document(" ".join([title or "", content or "", " ".join(t for t in tag_list if isinstance(t, str))]))
+    return _document(title or "", content or "", [t for t in tag_list if isinstance(t, str)])
+
+
+def _document(title: str, content: str, tags: list[str]) -> tuple[str, str]:
+    return document(" ".join([title, content, " ".join(tags)]))

@@ -20,7 +20,7 @@ from .breath import BreathRequest, BreathResult, breath
 from .embed import LOADERS, ORDER, Embedder
 from .hold import HoldRequest, HoldResult, enrich, enrich_pending, hold, validate
 from .model import BUILTIN_TYPES, CONFIRMED, UNCONFIRMED, Evidence, Memory
-from .segment import document
+from .rows import terms_of
 from .store import GateEntry, MemoryStore, NewRow
 
 MAX_IMPORT_LINE = 100_000  # an exported memory is a few KB (content is capped at OMBRE_MAX_CONTENT_CHARS)
@@ -262,7 +262,7 @@ class MemoryService:
         if not changed:
             return Edited(m, [], notes)
         m.trace.append({"at": iso(now), "action": "edited", "other": "", "by": "person", "reason": "; ".join(changed)})
-        self.store.update(m, document(" ".join([m.title, m.content, " ".join(m.tags)])) if reindex else None)
+        self.store.update(m, terms_of(m) if reindex else None)
         if reindex:
             enrich(self.store, self.encoders, [m])  # new text, new vectors (a failure leaves the old ones)
         self._log(now, "edit", changed + notes, m)
@@ -317,7 +317,7 @@ class MemoryService:
             if m.id in present or any(m.id == f.id for f, _, _ in fresh):
                 result.skipped += 1
                 continue
-            fresh.append((m, document(" ".join([m.title, m.content, " ".join(m.tags)])), None))
+            fresh.append((m, terms_of(m), None))
         self.store.add_many(fresh)  # one transaction: what was accepted goes in whole, or not at all
         result.added = len(fresh)
         enrich_pending(self.store, self.encoders)

@@ -58,7 +58,7 @@ from ..memory.model import (
     Memory,
 )
 from ..memory.query import PERSON_ROLES, speaker_tag
-from ..memory.segment import document
+from ..memory.rows import terms_of
 from ..memory.service import MemoryService
 from ..memory.store import NewRow
 from .distill_rules import judge
@@ -651,10 +651,7 @@ def import_vault(
                 "without a zone: read as Asia/Shanghai"
             )
         if not dry_run and fresh:
-            rows: list[NewRow] = [
-                (p.memory, document(" ".join([p.memory.title, p.memory.content, " ".join(p.memory.tags)])), None)
-                for p in fresh
-            ]
+            rows: list[NewRow] = [(p.memory, terms_of(p.memory), None) for p in fresh]
             service.store.add_many(rows)  # one transaction: what was accepted goes in whole, or not at all
             report.added = len(fresh)
     if report.added:  # the vectors after the lock: a hold beside a large import need not wait for them
