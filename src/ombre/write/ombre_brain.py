@@ -30,7 +30,6 @@ import contextlib
 import datetime as dt
 import functools
 import hashlib
-import json
 import math
 import os
 import re
@@ -309,23 +308,23 @@ def _manifest(zf: zipfile.ZipFile, vault: Vault) -> dict[str, dict] | None:
     try:
         with zf.open(info) as f:
             raw = f.read(MAX_MANIFEST_BYTES + 1)
-    except (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, EOFError) as exc:
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise ValueError(f"over {MAX_MANIFEST_BYTES >> 20} MB: no export's is")
+        data = wire.loads(raw.decode("utf-8"), MANIFEST)  # its nesting bounded, as every JSON from outside
+        return {f["path"]: f for f in data["files"] if isinstance(f, dict) and isinstance(f.get("path"), str)}
+    except (
+        zipfile.BadZipFile,
+        RuntimeError,
+        NotImplementedError,
+        zlib.error,
+        EOFError,
+        ValueError,
+        KeyError,
+        TypeError,
+    ) as exc:  # UnicodeDecodeError is a ValueError
         raise MemoryInputError(
             f"the zip's {MANIFEST} cannot be read ({exc})", hint="export again from Ombre-Brain; nothing was imported"
         ) from None
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise MemoryInputError(
-            f"the zip's {MANIFEST} is over {MAX_MANIFEST_BYTES >> 20} MB: no export's is",
-            hint="export again from Ombre-Brain; nothing was imported",
-        )
-    try:
-        data = json.loads(raw.decode("utf-8"))
-        files = {f["path"]: f for f in data["files"] if isinstance(f, dict) and isinstance(f.get("path"), str)}
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise MemoryInputError(
-            f"the zip's {MANIFEST} cannot be read ({exc})", hint="export again from Ombre-Brain; nothing was imported"
-        ) from None
-    return files
 
 
 def _check_listed(manifest: dict[str, dict], name: str, data: bytes) -> None:
