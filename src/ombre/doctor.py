@@ -51,8 +51,10 @@ def _same_place(a: str, b: str) -> bool:
     return (host(pa), pa.port or 80) == (host(pb), pb.port or 80)
 
 
-def _serve(s: Settings, own: dict | None = None, own_url: str | None = None) -> Check:
-    if own is not None and own_url and not _same_place(own_url, s.memory_url):
+def _serve(s: Settings, health: dict | None, own_url: str | None = None) -> Check:
+    """`health`: the service's /health (None: nothing answered); `own_url`: where it answers, when the
+    caller is the service itself (the dashboard)."""
+    if own_url and not _same_place(own_url, s.memory_url):
         # the dashboard's own service is up by definition; what matters is whether the hooks reach it
         return Check(
             "memory service",
@@ -61,7 +63,6 @@ def _serve(s: Settings, own: dict | None = None, own_url: str | None = None) -> 
             f"set OMBRE_URL={own_url} where they run, then `ombre install claude-code` "
             "again (it passes OMBRE_URL to the hooks)",
         )
-    health = own if own is not None else probe(s.memory_url, timeout=2, token=s.token)
     if health is None:
         return Check(
             "memory service",
@@ -331,9 +332,8 @@ def _arbitration(s: Settings) -> list[Check]:
     return [Check("arbitration", not failed, detail, todo)]
 
 
-def _pool_check(s: Settings, serve_health: dict | None) -> Check:
+def _pool_check(s: Settings, health: dict | None) -> Check:
     """PostgreSQL's connection pool as the running service reports it (its /health), else its settings."""
-    health = serve_health if serve_health is not None else probe(s.memory_url, timeout=2, token=s.token)
     pool = (health or {}).get("pool")
     bounds = f"{s.pg_pool_min}–{s.pg_pool_max} connections, {s.pg_pool_timeout_ms / 1000:g} s wait"
     if not isinstance(pool, dict):
@@ -352,7 +352,7 @@ def _pool_check(s: Settings, serve_health: dict | None) -> Check:
     )
 
 
-def _database(s: Settings, fix: bool, serve_health: dict | None = None) -> list[Check]:
+def _database(s: Settings, fix: bool, health: dict | None = None) -> list[Check]:
     if s.db:
         try:
             store = open_store(s)
@@ -368,7 +368,7 @@ def _database(s: Settings, fix: bool, serve_health: dict | None = None) -> list[
                 True,
                 f"PostgreSQL {s.database_label}: {n} memories (back it up with pg_dump or your provider's backups)",
             ),
-            _pool_check(s, serve_health),
+            _pool_check(s, health),
         ]
     if not s.memory_db.exists():
         return [Check("database", True, f"no memory database yet ({s.memory_db}): nothing held")]
@@ -400,8 +400,10 @@ def _database(s: Settings, fix: bool, serve_health: dict | None = None) -> list[
 def run(s: Settings, fix: bool = False, serve_health: dict | None = None, serve_url: str | None = None) -> list[Check]:
     """`serve_health` and `serve_url`: the service's own /health and address, when the caller is `ombre serve`
     itself (the dashboard)."""
+    # asked once: the service check and the pool's read the same answer (a hung service costs one wait)
+    health = serve_health if serve_health is not None else probe(s.memory_url, timeout=2, token=s.token)
     checks = [
-        _serve(s, serve_health, serve_url),
+        _serve(s, health, serve_url),
         _installed(s),
         *_bridge(s, fix),
         *_cc_connect(s),
@@ -410,7 +412,7 @@ def run(s: Settings, fix: bool = False, serve_health: dict | None = None, serve_
         _writes(s),
         _distill_start(s),
         *_arbitration(s),
-        *_database(s, fix, serve_health),
+        *_database(s, fix, health),
     ]
     if fix:
         for c in checks:
