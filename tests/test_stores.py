@@ -126,7 +126,7 @@ def test_an_older_store_is_indexed_again_with_stems(settings):
 
 
 def test_keyword_scores_are_the_same_numbers_on_both_backends(tmp_path, postgres):
-    """PostgreSQL's BM25 is computed in Python; it must give FTS5's own scores, also for words FTS5 cuts
+    """PostgreSQL's BM25 is computed in SQL from the postings; it must give FTS5's own scores, also for words FTS5 cuts
     into several tokens (a date, a time, an address), or recall would differ between the backends."""
     from ombre.memory.postgres_store import PostgresStore
     from ombre.memory.sqlite_store import SQLiteStore
@@ -147,8 +147,8 @@ def test_keyword_scores_are_the_same_numbers_on_both_backends(tmp_path, postgres
 
 
 def test_a_large_store_ranks_keywords_exactly_as_sqlite_does(tmp_path, postgres):
-    """Past a few thousand memories PostgreSQL's search stops before the common terms (max-score pruning);
-    its top results and scores must still be FTS5's, for rare and common queries alike."""
+    """In a large store PostgreSQL's search sums the postings of the rarest terms only (MOST_POSTINGS); its
+    top results and scores must still be FTS5's, for rare and common queries alike."""
     import random
 
     from ombre.memory.postgres_store import PostgresStore
@@ -280,7 +280,11 @@ def test_services_starting_at_once_migrate_a_new_database_once(postgres):
 
         assert db.execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(_schema())
         indexes = [r[0] for r in db.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'public'")]
-        assert sum("USING hnsw" in i for i in indexes) == 2 and sum("USING gin" in i for i in indexes) == 1
+        assert len(indexes) == len(set(indexes))
+        # no HNSW index over every namespace (m004): a namespace gets its own when it is large; keywords are
+        # ranked from the postings' primary key (m005), not a GIN index
+        assert sum("USING hnsw" in i for i in indexes) == 0 and sum("USING gin" in i for i in indexes) == 0
+        assert any("memory_terms_pkey" in i for i in indexes)
 
 
 def test_a_bad_address_is_a_clear_error(tmp_path):
@@ -489,3 +493,47 @@ def test_namespaces_never_see_each_other(settings):
     finally:
         ana.close()
         ben.close()
+
+
+def test_the_hnsw_path_gives_the_exact_top_cards_and_keeps_namespaces_apart(postgres):
+    """A namespace past hnsw_from is searched through an HNSW index of its own: on a 2,000-memory store its
+    top candidates are the exact search's, their scores exact, and another namespace's memories (the very
+    same vectors) never come back. A namespace that grows past it without a load gets its index built in the
+    background while recall scores exactly."""
+    from ombre.memory.postgres_store import PostgresStore
+
+    rng = np.random.default_rng(5)
+    # embeddings lie near a space of few dimensions: 16 here, spread into 384
+    vectors = rng.normal(size=(2000, 16)) @ rng.normal(size=(16, 384)) + 0.5 * rng.normal(size=(2000, 384))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    rows = [(memory(f"m{i:04d}", f"第{i}条"), document(f"第{i}条"), {"e5": v}) for i, v in enumerate(vectors)]
+    big = PostgresStore(fresh_database(postgres), "big", hnsw_from=1000)
+    other = big.beside("other")
+    try:
+        big.load({"big": (rows, [], {})})
+        queries = vectors[rng.integers(0, 2000, 10)] + 0.3 * rng.normal(size=(10, 384)).astype(np.float32)
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+        exact = PostgresStore(big.url, "big", share=big)
+        exact.hnsw_from = 10**9
+        found, truth = big.search_vectors("e5", queries, 50, 20), exact.search_vectors("e5", queries, 50, 20)
+        assert type(found).__name__ == "_Nearest" and type(truth).__name__ == "ScoredRows"
+        for got, want in zip(found.rankings, truth.rankings):
+            assert got[:5] == want[:5]
+        ids, at = found.at(truth.rankings[0])
+        want_ids, want_at = truth.at(ids)
+        assert ids == want_ids and np.allclose(at, want_at, atol=1e-6)
+        assert np.allclose(found.means, truth.means, atol=1e-6) and np.allclose(found.nearest, truth.nearest, atol=0.02)
+
+        other.add_many([(memory(f"o{i:04d}", f"第{i}条"), document(f"第{i}条"), {"e5": v}) for i, v in
+                        enumerate(vectors[:1200])])
+        first = other.search_vectors("e5", queries[:1], 50, 20)  # no index yet: exact, and one is started
+        assert type(first).__name__ == "ScoredRows"
+        deadline = time.monotonic() + 60
+        while not other._index_ready("embedding") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        then = other.search_vectors("e5", queries[:1], 50, 20)
+        assert type(then).__name__ == "_Nearest" and then.rankings[0][:5] == first.rankings[0][:5]
+        assert all(mid.startswith("o") for mid in then.rankings[0])
+        assert all(mid.startswith("m") for r in big.search_vectors("e5", queries, 50, 20).rankings for mid in r)
+    finally:
+        big.close()

@@ -3,9 +3,10 @@ embedded SQLite store, so nothing above it changes.
 
 - Schema by named migrations recorded in `_migrations`, applied under a transaction-level advisory lock, so
   two services starting at once against one database neither race nor apply a step twice.
-- Vectors in pgvector columns (both encoders), each with an HNSW index (inner product: vectors are unit
-  length). Recall still scores the whole matrix the way the SQLite store does; the indexes keep a nearest-
-  neighbour query cheap for a caller that wants one.
+- Vectors in pgvector columns (both encoders). The service holds none of them: recall scores a small
+  namespace's vectors in SQL and reads back only the scores; a namespace of HNSW_FROM vectors or more gets
+  an HNSW index of its own (partial, inner product: vectors are unit length) and recall re-scores its
+  candidates exactly.
 - Keywords: the same Python segmentation as SQLite (rjieba words, CJK bigrams), stored as lexemes with no
   parser in between (array_to_tsvector: PostgreSQL's own parser would cut Chinese differently) in a tsvector
   with a GIN index; ranking is BM25 computed from term counts (words weight 1, bigrams 0.25, as FTS5's bm25
@@ -15,12 +16,13 @@ embedded SQLite store, so nothing above it changes.
 
 from __future__ import annotations
 
-import heapq
+import hashlib
 import math
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -32,7 +34,7 @@ from .model import Memory
 from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, document_of, row_values
 from .segment import token_count
 from .sql_store import SqlStore
-from .store import GateEntry, VectorIndex
+from .store import GateEntry, ScoredRows, VectorHits, VectorIndex
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -40,7 +42,12 @@ if TYPE_CHECKING:
 LOCK_KEY = 0x6F6D627265  # "ombre": the advisory lock migrations take
 HOLD_CLASS = 0x6F6D62  # with the namespace's hash: the lock writes that check before they write take (exclusive)
 K1, B, GRAM_WEIGHT = 1.2, 0.75, 0.25
-HNSW = (("memories_embedding", "embedding"), ("memories_embedding_use", "embedding_use"))
+HNSW = (("memories_embedding", "embedding"), ("memories_embedding_use", "embedding_use"))  # before m004
+# A namespace with this many live vectors of an encoder is searched by an HNSW index of its own (partial:
+# its rows only); below it every vector is scored in SQL, exactly (bench/pg_vectors.py).
+HNSW_FROM = 20_000
+EF_SEARCH = 100  # how far an index scan looks: twice recall's 50 candidates (bench/pg_vectors.py)
+MEAN_DRIFT = 0.01  # the mean vector (lift's baseline) is read again once the live count moved by this share
 
 
 def _schema() -> list[tuple[str, list]]:
@@ -101,7 +108,60 @@ def _schema() -> list[tuple[str, list]]:
         ),
         # English words indexed as their stems without function words (segment.keys), as on SQLite
         ("m003_english_keys", [_reindex_terms]),
+        # pgvector 0.6 filters an HNSW scan after it, so one index over every namespace finds another
+        # person's neighbours: recall scores small namespaces exactly and large ones by an index of their own.
+        # Vectors kept in the row: a USE vector (2 KB) went to the TOAST table, and scoring 2,000 memories in
+        # SQL read 14k pages (18 ms) where the rows alone are 1.2k (4 ms). The text round trip rewrites the
+        # stored ones in place (float4 prints exactly).
+        (
+            "m004_namespace_vectors",
+            [
+                *(f"DROP INDEX IF EXISTS {name}" for name, _ in HNSW),
+                "ALTER TABLE memories ALTER COLUMN embedding SET STORAGE PLAIN, "
+                "ALTER COLUMN embedding_use SET STORAGE PLAIN",
+                "UPDATE memories SET embedding = embedding::text::vector, embedding_use = embedding_use::text::vector "
+                "WHERE embedding IS NOT NULL OR embedding_use IS NOT NULL",
+            ],
+        ),
+        # Keyword ranking in SQL: each memory's term counts in a table of postings (the tsvector kept no
+        # counts, so rows of text were read back to rank); the GIN index and tsvector go with it.
+        (
+            "m005_postings",
+            [
+                "CREATE TABLE memory_terms (namespace TEXT NOT NULL, term TEXT NOT NULL, id TEXT NOT NULL, "
+                "tf REAL NOT NULL, dl INTEGER NOT NULL, PRIMARY KEY (namespace, term, id))",
+                "CREATE INDEX memory_terms_id ON memory_terms(namespace, id)",
+                _post_all,
+                "DROP INDEX IF EXISTS memories_terms",
+                "ALTER TABLE memories DROP COLUMN IF EXISTS terms",
+                "ANALYZE memory_terms",
+            ],
+        ),
     ]
+
+
+def _postings(terms: tuple[str, str]) -> dict[str, float]:
+    """A memory's term counts as its BM25 reads them: a word counts 1, a bigram GRAM_WEIGHT (one string can
+    be both: FTS5's bm25 with the columns weighted 1 and 0.25 adds them)."""
+    tf: Counter[str] = Counter(terms[0].split())
+    out: dict[str, float] = {t: float(n) for t, n in tf.items()}
+    for t in terms[1].split():
+        out[t] = out.get(t, 0.0) + GRAM_WEIGHT
+    return out
+
+
+def _copy_postings(db, rows: list[tuple[str, str, tuple[str, str]]]) -> None:
+    """The postings of (namespace, id, terms) rows, by COPY (a 100k load writes millions)."""
+    with db.cursor().copy("COPY memory_terms (namespace, term, id, tf, dl) FROM STDIN") as copy:
+        for namespace, mid, terms in rows:
+            length = token_count(terms)
+            for term, tf in _postings(terms).items():
+                copy.write_row((namespace, term, mid, tf, length))
+
+
+def _post_all(db) -> None:
+    rows = db.execute("SELECT namespace, id, words, grams FROM memories").fetchall()
+    _copy_postings(db, [(namespace, mid, (words, grams)) for namespace, mid, words, grams in rows])
 
 
 def _reindex_terms(db) -> None:
@@ -112,20 +172,21 @@ def _reindex_terms(db) -> None:
         terms = document_of(title, content, tags)
         if terms != (old_words, old_grams):
             db.execute(
-                f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE namespace=%s AND id=%s",
-                (*terms, token_count(terms), *terms, namespace, mid),
+                "UPDATE memories SET words=%s, grams=%s, length=%s WHERE namespace=%s AND id=%s",
+                (*terms, token_count(terms), namespace, mid),
             )
         counts.update((namespace, t) for t in distinct_terms(terms))
     db.execute("DELETE FROM term_docs")
     for (namespace, term), n in counts.items():
         db.execute("INSERT INTO term_docs (namespace, term, docs) VALUES (%s, %s, %s)", (namespace, term, n))
+    if db.execute("SELECT to_regclass('memory_terms')").fetchone()[0] is not None:  # a store past m005
+        db.execute("DELETE FROM memory_terms")
+        _post_all(db)
 
 
-_LEXEMES = "array_to_tsvector(regexp_split_to_array(nullif(btrim(%s), ''), '\\s+'))"
-_TERMS = f"coalesce(setweight({_LEXEMES}, 'A'), ''::tsvector) || coalesce(setweight({_LEXEMES}, 'D'), ''::tsvector)"
 _INSERT = (
     f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, {', '.join(VECTOR_NAMES)}, words, grams, "
-    f"length, terms) VALUES ({', '.join(['%s'] * (len(FIELDS) + len(VECTOR_NAMES) + 5))}, {_TERMS})"
+    f"length) VALUES ({', '.join(['%s'] * (len(FIELDS) + len(VECTOR_NAMES) + 5))})"
 )
 # readers cache the vector matrix while this stays the same; every write that can change it moves it
 _BUMP = (
@@ -139,22 +200,26 @@ def _array(value) -> np.ndarray:
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
 
 
-def _any(terms: list[str]) -> str:
-    """A tsquery matching any of the terms, each a quoted lexeme (no term is read as query syntax)."""
-    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
-
-
-def _bm25(words: str, grams: str, length: float, idf: dict[str, float]) -> float:
-    """FTS5's bm25(1.0, 0.25) of one memory: words count 1, bigrams a quarter; `length` relative to the
-    average."""
-    tf: dict[str, float] = dict(Counter(t for t in words.split() if t in idf))  # bigrams add fractions
-    for t in grams.split():
-        if t in idf:
-            tf[t] = tf.get(t, 0) + GRAM_WEIGHT
-    return sum(idf[t] * f * (K1 + 1) / (f + K1 * (1 - B + B * length)) for t, f in tf.items())
-
-
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c}=%s' for c in FIELDS)} WHERE id=%s AND namespace=%s"
+
+
+def _configure(db) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(db)
+    db.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+
+
+def _index_name(column: str, namespace: str) -> str:
+    return f"memories_{column}_{hashlib.sha256(namespace.encode()).hexdigest()[:16]}"
+
+
+def _index_sql(sql, column: str, name: str, namespace: str, concurrently: bool = False):
+    """The HNSW index of one namespace's live vectors of one encoder (partial: a scan reads its rows only)."""
+    return sql.SQL(
+        "CREATE INDEX " + ("CONCURRENTLY " if concurrently else "") + "IF NOT EXISTS {} ON memories "
+        "USING hnsw ({} vector_ip_ops) WHERE namespace = {} AND archived = 0"
+    ).format(sql.Identifier(name), sql.Identifier(column), sql.Literal(namespace))
 
 
 def _unlock_all(db) -> None:
@@ -167,6 +232,7 @@ class PostgresStore(SqlStore):
     _psycopg: ModuleType
     _pool: ConnectionPool
     _lockers: threading.BoundedSemaphore
+    _indexing: set[str]  # the namespace indexes this service is building now (_index_ready)
 
     def __init__(
         self,
@@ -176,19 +242,23 @@ class PostgresStore(SqlStore):
         share: "PostgresStore | None" = None,
         pool: tuple[int, int] = (1, 10),
         timeout_s: float = 10.0,
+        hnsw_from: int = HNSW_FROM,
     ) -> None:
         self.namespace = namespace  # every row this store reads or writes belongs to it
-        self._cache: dict[str, tuple[str | None, VectorIndex]] = {}
+        self._counts: tuple[str | None, dict[str, int]] | None = None
+        self._means: dict[str, tuple[int, np.ndarray]] = {}
+        self.hnsw_from = hnsw_from
         self._stats_cache: tuple[str | None, tuple[int, float]] | None = None
         self._holding = threading.RLock()
         if share is not None:  # another namespace on the same pool (see beside)
             self.url, self._psycopg, self._pool, self._lockers = url, share._psycopg, share._pool, share._lockers
+            self._indexing, self.hnsw_from = share._indexing, share.hnsw_from
             self._owner = False
             return
         self._owner = True
         try:
+            import pgvector.psycopg  # noqa: F401 — _configure registers its types on each connection
             import psycopg
-            from pgvector.psycopg import register_vector
             from psycopg_pool import ConnectionPool
         except ImportError:
             raise StoreError(
@@ -207,7 +277,7 @@ class PostgresStore(SqlStore):
             timeout=timeout_s,
             open=False,
             kwargs={"autocommit": True},
-            configure=register_vector,
+            configure=_configure,
             # a connection the server dropped (a restart) is found before it is lent, not by a failed request
             check=ConnectionPool.check_connection,
             # and one lent back still holding a hold's lock (an interrupted hold) gives it up
@@ -217,6 +287,7 @@ class PostgresStore(SqlStore):
         # A hold keeps one connection for its lock and works on others: at most all but one connection
         # may be kept so, or every hold would wait for a connection another keeps
         self._lockers = threading.BoundedSemaphore(max(1, max(pool) - 1))
+        self._indexing = set()
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s))) as db:
                 self._migrate(db)  # before the pool: its connections need the vector type migration creates
@@ -329,12 +400,10 @@ class PostgresStore(SqlStore):
         tokens: Sequence[tuple[str, str, str]] = (),
     ) -> None:
         """Whole stores at once (`ombre memories migrate`), by namespace: memories, the gate log in order, meta
-        rows; one transaction, so a failure leaves the target as it was. The HNSW indexes are dropped for the
-        load and built once after it (inside the same transaction): maintaining them row by row costs about
-        20 ms a memory, building them a fraction of that."""
+        rows; one transaction, so a failure leaves the target as it was. A namespace large enough for its own
+        HNSW indexes has them built once after its rows (inside the same transaction): maintaining them row by
+        row costs about 20 ms a memory, building them a fraction of that."""
         with self._transaction() as db:
-            for name, _ in HNSW:
-                db.execute(f"DROP INDEX IF EXISTS {name}")
             for token in tokens:
                 db.execute("INSERT INTO namespaces (token_sha256, namespace, created) VALUES (%s, %s, %s)", token)
             for namespace, (ns_rows, ns_gate, ns_meta) in batches.items():
@@ -344,8 +413,11 @@ class PostgresStore(SqlStore):
                 for key, value in ns_meta.items():
                     db.execute(*self._meta_step(key, value, namespace))
             db.execute("SET LOCAL maintenance_work_mem = '512MB'")  # the default 64MB makes a 100k build crawl
-            for name, column in HNSW:
-                db.execute(f"CREATE INDEX {name} ON memories USING hnsw ({column} vector_ip_ops)")
+            for namespace, (ns_rows, _, _) in batches.items():
+                for key, (column, _) in VECTOR_COLUMNS.items():
+                    live = sum(1 for m, _, v in ns_rows if not m.archived and v and v.get(key) is not None)
+                    if live >= self.hnsw_from:
+                        db.execute(_index_sql(self._psycopg.sql, column, _index_name(column, namespace), namespace))
             # the planner's statistics now, not at autovacuum's next round: until then it plans for the
             # empty table and walks the whole namespace through the primary key on every keyword search
             db.execute("ANALYZE memories")
@@ -361,9 +433,10 @@ class PostgresStore(SqlStore):
                 cells += [None, None] if vector is None else [np.asarray(vector, dtype=np.float32), SPECS[key].model]
             db.execute(
                 _INSERT,
-                (namespace, memory.id, *row_values(memory), *cells, *terms, token_count(terms), terms[0], terms[1]),
+                (namespace, memory.id, *row_values(memory), *cells, *terms, token_count(terms)),
             )
             counts.update(distinct_terms(terms))
+        _copy_postings(db, [(namespace, memory.id, terms) for memory, terms, _ in rows])
         for sql, params in self._count_steps(counts, namespace):
             db.execute(sql, params)
         db.execute(_BUMP, (namespace,))
@@ -380,9 +453,11 @@ class PostgresStore(SqlStore):
             if terms is None:
                 return
             db.execute(
-                f"UPDATE memories SET words=%s, grams=%s, length=%s, terms={_TERMS} WHERE id=%s AND namespace=%s",
-                (*terms, token_count(terms), *terms, memory.id, self.namespace),
+                "UPDATE memories SET words=%s, grams=%s, length=%s WHERE id=%s AND namespace=%s",
+                (*terms, token_count(terms), memory.id, self.namespace),
             )
+            db.execute("DELETE FROM memory_terms WHERE namespace=%s AND id=%s", (self.namespace, memory.id))
+            _copy_postings(db, [(self.namespace, memory.id, terms)])
             counts: Counter[str] = Counter(distinct_terms(terms))
             counts.subtract(distinct_terms((old[0], old[1])))
             for sql, params in self._count_steps(counts):
@@ -394,6 +469,7 @@ class PostgresStore(SqlStore):
             old = db.execute(
                 "DELETE FROM memories WHERE id=%s AND namespace=%s RETURNING words, grams", (memory_id, self.namespace)
             ).fetchone()
+            db.execute("DELETE FROM memory_terms WHERE namespace=%s AND id=%s", (self.namespace, memory_id))
             if old is not None:
                 counts: Counter[str] = Counter()
                 counts.subtract(distinct_terms((old[0], old[1])))
@@ -426,19 +502,16 @@ class PostgresStore(SqlStore):
         ]
 
     # -- reads ----------------------------------------------------------------------------------------
-    def _query(self, sql: str, params: tuple = (), binary: bool = False) -> list[tuple]:
+    def _query(self, sql: str, params: tuple = (), binary: bool = False, prepare: bool | None = None) -> list[tuple]:
         try:
             with self._connection() as db, db.cursor(binary=binary) as cursor:
-                return cursor.execute(sql, params).fetchall()
+                return cursor.execute(sql, params, prepare=prepare).fetchall()
         except self._psycopg.Error as exc:
             raise StoreError(f"memory database read failed: {exc}", hint="check OMBRE_DB") from exc
 
-    ROWS_PER_FETCH = 2_000  # the rarest terms go in one query while they match about this many memories
-    # Rows read at most per search. The pruning often ends before; when the terms are all fairly common in
-    # a large store it would not, and reading every match cost 100k memories a p95 of 640 ms
-    # (bench/breath_latency.py). Past this the memories of the rarest terms are the ones ranked (before the
-    # pruning, an arbitrary 2,000 matches were).
-    MOST_ROWS = 2_000
+    # Postings read at most per search: the rarest terms are taken until their postings reach this. In a
+    # large store a few common terms would otherwise have PostgreSQL sum tens of thousands of postings.
+    MOST_POSTINGS = 20_000
 
     def _stats(self) -> tuple[int, float]:
         """How many memories, of what average length: read again only after a write that changed them (every
@@ -452,60 +525,154 @@ class PostgresStore(SqlStore):
         return self._stats_cache[1]
 
     def keyword_search(self, terms: list[str], limit: int) -> list[tuple[str, float]]:
-        """BM25 over words (and bigrams at a quarter weight), the scores SQLite's FTS5 gives, and the same top
-        `limit` without scoring every match (max-score pruning; exact unless it would read past MOST_ROWS).
-
-        The terms are taken rarest first, a few at a time, and the memories holding them (found by the GIN
-        index, never the same memory twice) are scored on every term. A term adds less than idf·(k1+1) to
-        any memory's score, so once the limit-th best score reaches what the terms not yet taken could add
-        together, no memory holding only those can enter the top: the search stops. Common terms are then
-        never fetched — in a large store they match thousands of memories."""
+        """BM25 over words (and bigrams at a quarter weight), the scores SQLite's FTS5 gives, summed in SQL
+        from the postings of the rarest terms (up to MOST_POSTINGS of them): only the top `limit` come back."""
         if not terms:
             return []
         total, avgdl = self._stats()
         df = self._document_frequencies(terms)  # BM25 needs them in a store of any size
         order = sorted((t for t in self._rarest(terms, df, total) if df.get(t)), key=lambda t: (df[t], t))
-        if not order:
-            return []
-        idf = {t: max(math.log((total - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in order}
-        scored: list[tuple[str, float]] = []
-        taken = fetched = 0
-        while taken < len(order) and fetched < self.MOST_ROWS:
-            end, rows_ahead = taken + 1, df[order[taken]]
-            while end < len(order) and rows_ahead + df[order[end]] <= self.ROWS_PER_FETCH:
-                rows_ahead += df[order[end]]
-                end += 1
-            sql = "SELECT id, words, grams, length FROM memories WHERE namespace=%s AND terms @@ %s::tsquery"
-            params: tuple = (self.namespace, _any(order[taken:end]))
-            if taken:
-                sql += " AND NOT terms @@ %s::tsquery"
-                params += (_any(order[:taken]),)
-            rows = self._query(sql, params)
-            fetched += len(rows)
-            scored += [(mid, _bm25(words, grams, length / avgdl, idf)) for mid, words, grams, length in rows]
-            taken = end
-            left = (K1 + 1) * sum(idf[t] for t in order[taken:])
-            if len(scored) >= limit and heapq.nlargest(limit, (x for _, x in scored))[-1] >= left:
+        taken: list[str] = []
+        postings = 0
+        for t in order:
+            if taken and postings + df[t] > self.MOST_POSTINGS:
                 break
-        return heapq.nsmallest(limit, scored, key=lambda r: (-r[1], r[0]))
+            taken.append(t)
+            postings += df[t]
+        if not taken:
+            return []
+        idf = [max(math.log((total - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in taken]
+        rows = self._query(
+            "SELECT id, score FROM (SELECT p.id, sum(q.idf * p.tf * %s / (p.tf + %s * (1 - %s + %s * p.dl / %s))) "
+            "AS score FROM unnest(%s::text[], %s::float8[]) AS q(term, idf) "
+            "JOIN memory_terms p ON p.namespace = %s AND p.term = q.term GROUP BY p.id) scored "
+            # equal scores differ in their last bits by the order the terms were summed: ties go by id
+            "ORDER BY round(score::numeric, 9) DESC, id LIMIT %s",
+            (K1 + 1, K1, B, B, avgdl, taken, idf, self.namespace, limit),
+        )
+        return [(mid, float(score)) for mid, score in rows]
 
     def vectors(self, encoder: str = "e5") -> VectorIndex:
-        # Another service may have written: the cache holds while vectors_version is unchanged (every write
-        # that can change the live vectors moves it; a touch does not).
+        """Every live vector, read whole each time (a migration's check): recall never holds them."""
         vec = VECTOR_COLUMNS[encoder][0]
+        # in binary: parsing the text form of 10k vectors took 2.0 s an encoder, the binary one 0.18 s
+        rows = self._query(
+            f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL AND namespace=%s ORDER BY seq",
+            (self.namespace,),
+            binary=True,
+        )
+        dim = SPECS[encoder].dim
+        matrix = np.stack([_array(r[1]) for r in rows]) if rows else np.zeros((0, dim), dtype=np.float32)
+        return VectorIndex([r[0] for r in rows], matrix)
+
+    def vector_count(self, encoder: str) -> int:
         version = self.meta("vectors_version")
-        cached = self._cache.get(encoder)
-        if cached is None or cached[0] != version:
-            # in binary: parsing the text form of 10k vectors took 2.0 s an encoder, the binary one 0.18 s
-            rows = self._query(
-                f"SELECT id, {vec} FROM memories WHERE archived=0 AND {vec} IS NOT NULL AND namespace=%s ORDER BY seq",
-                (self.namespace,),
-                binary=True,
-            )
-            dim = SPECS[encoder].dim
-            matrix = np.stack([_array(r[1]) for r in rows]) if rows else np.zeros((0, dim), dtype=np.float32)
-            cached = self._cache[encoder] = (version, VectorIndex([r[0] for r in rows], matrix))
+        if self._counts is None or self._counts[0] != version:
+            columns = ", ".join(f"count({vec})" for vec, _ in VECTOR_COLUMNS.values())
+            row = self._query(f"SELECT {columns} FROM memories WHERE namespace=%s AND archived=0", (self.namespace,))[0]
+            self._counts = (version, dict(zip(VECTOR_COLUMNS, (int(n) for n in row))))
+        return self._counts[1][encoder]
+
+    def search_vectors(self, encoder: str, queries: np.ndarray, limit: int, gap_rank: int) -> VectorHits:
+        """Small namespaces: every live vector scored in SQL and only the scores read back (exact, as the
+        SQLite store scores its matrix). From HNSW_FROM vectors on, the namespace's own HNSW index gives each
+        query's nearest, the candidates are scored exactly, and lift is measured against the mean vector."""
+        vec = VECTOR_COLUMNS[encoder][0]
+        queries = np.asarray(queries, dtype=np.float32)
+        size = self.vector_count(encoder)
+        if size >= self.hnsw_from and self._index_ready(vec):
+            return self._nearest(encoder, queries, limit, gap_rank, size)
+        scores = ", ".join(f"{vec} <#> %s" for _ in queries)
+        rows = self._query(
+            f"SELECT id, {scores} FROM memories WHERE namespace=%s AND archived=0 AND {vec} IS NOT NULL ORDER BY seq",
+            (*queries, self.namespace),
+            binary=True,
+        )
+        matrix = -np.array([r[1:] for r in rows], dtype=np.float32).reshape(len(rows), len(queries))
+        return ScoredRows.of([r[0] for r in rows], np.ascontiguousarray(matrix.T), limit, gap_rank)
+
+    def _nearest(self, encoder: str, queries: np.ndarray, limit: int, gap_rank: int, size: int) -> VectorHits:
+        vec = VECTOR_COLUMNS[encoder][0]
+        # one statement for every query; unprepared, so the planner sees the namespace and takes its index
+        each = (
+            f"(SELECT %s::int, id, {vec} <#> %s FROM memories WHERE namespace=%s AND archived=0 "
+            f"ORDER BY {vec} <#> %s LIMIT %s)"
+        )
+        params: list = []
+        for i, q in enumerate(queries):
+            params += [i, q, self.namespace, q, max(limit, gap_rank)]
+        found: list[list[tuple[str, float]]] = [[] for _ in queries]
+        for i, mid, distance in self._query(" UNION ALL ".join([each] * len(queries)), tuple(params), prepare=False):
+            found[i].append((mid, -float(distance)))
+        rankings, nearest = [], []
+        for hits in found:
+            hits.sort(key=lambda h: -h[1])
+            rankings.append([mid for mid, _ in hits[:limit]])
+            nearest.append(hits[min(gap_rank, len(hits)) - 1][1] if hits else 0.0)
+        return _Nearest(
+            rankings=rankings,
+            means=queries @ self._mean(encoder, size),
+            nearest=np.array(nearest, dtype=np.float32),
+            size=size,
+            store=self,
+            encoder=encoder,
+            queries=queries,
+        )
+
+    def _scores_at(self, encoder: str, queries: np.ndarray, ids: list[str]) -> tuple[list[str], np.ndarray]:
+        vec = VECTOR_COLUMNS[encoder][0]
+        scores = ", ".join(f"{vec} <#> %s" for _ in queries)
+        rows = self._query(
+            f"SELECT id, {scores} FROM memories WHERE namespace=%s AND id = ANY(%s) AND archived=0 "
+            f"AND {vec} IS NOT NULL",
+            (*queries, self.namespace, ids),
+            binary=True,
+        )
+        matrix = -np.array([r[1:] for r in rows], dtype=np.float32).reshape(len(rows), len(queries))
+        return [r[0] for r in rows], np.ascontiguousarray(matrix.T)
+
+    def _mean(self, encoder: str, size: int) -> np.ndarray:
+        """The mean live vector, read again once the count moved by MEAN_DRIFT: a few writes among tens of
+        thousands move every lift by far less than one memory's cosine differs from another's."""
+        cached = self._means.get(encoder)
+        if cached is None or abs(cached[0] - size) > MEAN_DRIFT * size:
+            vec = VECTOR_COLUMNS[encoder][0]
+            row = self._query(
+                f"SELECT avg({vec}) FROM memories WHERE namespace=%s AND archived=0", (self.namespace,), binary=True
+            )[0]
+            mean = _array(row[0]) if row[0] is not None else np.zeros(SPECS[encoder].dim, dtype=np.float32)
+            cached = self._means[encoder] = (size, mean)
         return cached[1]
+
+    def _index_ready(self, column: str) -> bool:
+        """Whether this namespace's HNSW index on `column` is built; if not, it is built now in the background
+        (CREATE INDEX CONCURRENTLY: writes go on) while recall scores exactly, as before it."""
+        name = _index_name(column, self.namespace)
+        valid = self._query(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s", (name,)
+        )
+        if valid and valid[0][0]:
+            return True
+        with self._holding:
+            if name in self._indexing:
+                return False
+            self._indexing.add(name)
+        threading.Thread(target=self._build_index, args=(column, name, bool(valid)), daemon=True).start()
+        return False
+
+    def _build_index(self, column: str, name: str, invalid: bool) -> None:
+        sql = self._psycopg.sql
+        try:
+            with self._psycopg.connect(self.url, autocommit=True) as db:
+                if invalid:  # a build that was interrupted leaves an invalid index behind
+                    db.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+                db.execute("SET maintenance_work_mem = '256MB'")
+                db.execute(_index_sql(sql, column, name, self.namespace, concurrently=True))
+        except self._psycopg.Error:
+            pass  # another service is building it, or the database went away: the next recall looks again
+        finally:
+            with self._holding:
+                self._indexing.discard(name)
 
     def beside(self, namespace: str) -> "PostgresStore":
         """Another namespace on this store's pool: a service answering many people holds one pool, not a
@@ -516,3 +683,16 @@ class PostgresStore(SqlStore):
     def close(self) -> None:
         if self._owner:
             self._pool.close()
+
+
+@dataclass
+class _Nearest(VectorHits):
+    """Hits from a namespace's HNSW index: the candidates' cosines are read exactly when asked for."""
+
+    store: PostgresStore | None = None
+    encoder: str = "e5"
+    queries: np.ndarray | None = None
+
+    def at(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
+        assert self.store is not None and self.queries is not None
+        return self.store._scores_at(self.encoder, self.queries, ids)

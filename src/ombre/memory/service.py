@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+import numpy as np
+
 from .. import wire
 from ..clock import iso, now_utc, shanghai_date
 from ..errors import MemoryInputError
@@ -90,15 +92,16 @@ class MemoryService:
         return self.encoders.get("e5")
 
     def warm(self) -> None:
-        """Load the models and the vector matrices now, so the first turn's recall is not the slow one."""
+        """Load the models and the vectors now (SQLite's matrices, PostgreSQL's pages), so the first turn's
+        recall is not the slow one."""
         for key, encoder in list(self.encoders.items()):
             try:
-                encoder.query("预热")
+                vector = encoder.query("预热")
             except Exception as exc:  # noqa: BLE001 — a broken model degrades recall, it does not stop serving
                 self.encoder_errors[key] = f"{key} model unavailable: {exc}"
                 self._encoders.pop(key, None)
             else:
-                self.store.vectors(key)
+                self.store.search_vectors(key, np.asarray(vector, dtype=np.float32)[None, :], 1, 1)
 
     def share_encoders(self, other: "MemoryService") -> None:
         """Use the models another service already loaded (one `ombre serve`, many namespaces)."""

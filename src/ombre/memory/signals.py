@@ -14,7 +14,7 @@ import numpy as np
 from .embed import ORDER, SPECS, Embedder, tail
 from .query import Query
 from .segment import query_terms, script
-from .store import MemoryStore
+from .store import MemoryStore, VectorHits
 
 CANDIDATES = 50  # each signal's ranking is cut here before fusion: the top five come from far above it
 OVERLAP_FROM = 20_000  # memories with vectors from which e5 embeds while the keyword search runs
@@ -50,12 +50,6 @@ class Signals:
 
     def candidates(self) -> set[str]:
         return {mid for ids in self.rankings.values() for mid in ids}
-
-
-def _top(scores: np.ndarray, ids: list[str], limit: int) -> list[str]:
-    n = min(limit, len(ids))
-    top = np.argpartition(-scores, n - 1)[:n] if n < len(ids) else np.arange(len(ids))
-    return [ids[i] for i in top[np.argsort(-scores[top], kind="stable")]]
 
 
 def _fits(encoder: Embedder, key: str, tokens: int, deadline: float | None, texts: int = 1) -> bool:
@@ -122,9 +116,8 @@ def signals_for(
     stops waiting: e5 is left out when its estimated cost would not fit, and USE (a few ms) answers alone.
     `used` collects the encoders embedded with."""
     encoders = encoders or {}
-    plan = _plan(query, encoders, deadline, e5_tokens)
-    indexes = {key: store.vectors(key) for key in plan}
-    plan = {key: texts for key, texts in plan.items() if len(indexes[key])}
+    sizes = {key: store.vector_count(key) for key in encoders}
+    plan = {key: texts for key, texts in _plan(query, encoders, deadline, e5_tokens).items() if sizes[key]}
     out = Signals(script=script(query.latest))
 
     # each distinct text once: a latest message as long as e5's cut is also the whole of its recent form
@@ -133,52 +126,47 @@ def signals_for(
     def embed(key: str) -> np.ndarray:
         return encoders[key].queries(distinct[key])
 
-    def score(key: str, q: np.ndarray) -> None:
-        # One pass over the matrix per distinct text. einsum, not @: BLAS threads spinning after a matmul
-        # starve the embedding model's own threads on a 2-core machine (measured: bench/breath_latency.py).
-        by_text = dict(zip(distinct[key], (np.einsum("ij,j->i", indexes[key].matrix, vec) for vec in q)))
-        rows[key] = [by_text[text] for text in plan[key].values()]
-        for name, row in zip(plan[key], rows[key]):
-            out.rankings[f"{key}:{name}"] = _top(row, indexes[key].ids, limit)
+    def search(key: str, q: np.ndarray) -> None:
+        found = hits[key] = store.search_vectors(key, q, limit, GAP_RANK)
+        ranked = dict(zip(distinct[key], found.rankings))
+        if found.size:
+            for name, text in plan[key].items():
+                out.rankings[f"{key}:{name}"] = ranked[text]
 
-    def embed_and_score(key: str) -> None:
+    def embed_and_search(key: str) -> None:
         try:
-            score(key, pending.result() if key == "e5" and pending is not None else embed(key))
+            search(key, pending.result() if key == "e5" and pending is not None else embed(key))
         except Exception as exc:  # noqa: BLE001 — recall goes on with what is left
             if degraded is not None:
                 degraded.append(f"{key} vectors unavailable: {exc}")
 
-    rows: dict[str, list[np.ndarray]] = {}
-    # The e5 model and SQLite both leave Python while they work, so in a big store e5 embeds while FTS5
-    # searches and USE scores; in a small one a second thread only contends for the two cores.
-    overlap = "e5" in plan and len(indexes["e5"]) >= OVERLAP_FROM
+    hits: dict[str, VectorHits] = {}
+    # The e5 model and the database both leave Python while they work, so in a big store e5 embeds while the
+    # keyword search runs and USE scores; in a small one a second thread only contends for the two cores.
+    overlap = "e5" in plan and sizes["e5"] >= OVERLAP_FROM
     with ThreadPoolExecutor(max_workers=1) as pool:  # no thread starts unless a task is submitted
         pending = pool.submit(embed, "e5") if overlap else None
         searches = [("keyword", query_terms(query.keyword_text, extra_terms))]
         if query.recent:
             searches.append(("keyword:recent", query_terms(query.context_text)))
         for name, terms in searches:
-            hits = store.keyword_search(terms, limit)
-            out.rankings[name] = [mid for mid, _ in hits]
-            best = hits[0][1] if hits else 0.0
-            out.keyword[name] = {mid: score / best for mid, score in hits} if best > 0 else {}
+            found_terms = store.keyword_search(terms, limit)
+            out.rankings[name] = [mid for mid, _ in found_terms]
+            best = found_terms[0][1] if found_terms else 0.0
+            out.keyword[name] = {mid: score / best for mid, score in found_terms} if best > 0 else {}
         for key in sorted(plan, key=lambda k: k == "e5" and pending is not None):  # the pending one last
-            embed_and_score(key)
+            embed_and_search(key)
     # How far each candidate stands out in each form (its best form counting), and its best cosine: read
-    # at the candidates' rows only (every signal's candidates), so a large store pays one mean per form.
-    candidates = out.candidates()
-    for key in [k for k in ORDER if k in rows]:
-        forms_rows, index, spread = rows[key], indexes[key], SPECS[key].spread
-        wanted = [mid for mid in candidates if mid in index.positions]
-        pos = np.fromiter((index.positions[mid] for mid in wanted), dtype=np.int64, count=len(wanted))
-        at = np.stack([row[pos] for row in forms_rows])
-        means = np.array([[row.mean()] for row in forms_rows], dtype=np.float32)
+    # at the candidates only (every signal's candidates).
+    candidates = list(out.candidates())
+    for key in [k for k in ORDER if k in hits and hits[k].size]:
+        found, spread = hits[key], SPECS[key].spread
+        wanted, at = found.at(candidates)
+        means, nearest = found.means[:, None], found.nearest[:, None]
         out.lift[key] = dict(zip(wanted, ((at - means) / spread).max(axis=0).tolist()))
         out.sim[key] = dict(zip(wanted, at.max(axis=0).tolist()))
-        rank = min(GAP_RANK, len(index))
-        nearest = np.array([[np.partition(row, len(row) - rank)[len(row) - rank]] for row in forms_rows])
         out.gap[key] = dict(zip(wanted, (at - nearest).max(axis=0).tolist()))
-        out.sizes[key] = len(index)
+        out.sizes[key] = found.size
         if used is not None:
             used.append(key)
     return out

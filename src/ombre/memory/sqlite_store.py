@@ -23,7 +23,7 @@ from .model import Memory
 from .rows import FIELDS, VECTOR_COLUMNS, VECTOR_NAMES, distinct_terms, row_values
 from .segment import match_expression
 from .sql_store import SqlStore
-from .store import VectorIndex
+from .store import ScoredRows, VectorIndex
 
 _INSERT = f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}) VALUES ({', '.join('?' * (len(FIELDS) + 2))})"
 _INSERT_WITH_VECTORS = (
@@ -225,6 +225,12 @@ class SQLiteStore(SqlStore):
             )
             cached = self._cache[encoder] = (version, VectorIndex([r[0] for r in rows], matrix))
         return cached[1]
+
+    def vector_count(self, encoder: str) -> int:
+        return len(self.vectors(encoder))
+
+    def search_vectors(self, encoder: str, queries: np.ndarray, limit: int, gap_rank: int) -> ScoredRows:
+        return ScoredRows.of_matrix(self.vectors(encoder), queries, limit, gap_rank)
 
     def beside(self, namespace: str) -> "SQLiteStore":
         return SQLiteStore(self.path, namespace)

@@ -99,7 +99,17 @@ class MemoryStore(Protocol):
 
     def keyword_search(self, terms: builtins.list[str], limit: int) -> builtins.list[tuple[str, float]]: ...
 
-    def vectors(self, encoder: str = "e5") -> VectorIndex: ...
+    def vectors(self, encoder: str = "e5") -> VectorIndex:
+        """Every live vector of one encoder (a migration's check; recall asks search_vectors)."""
+        ...
+
+    def vector_count(self, encoder: str) -> int:
+        """How many live memories have this encoder's vector."""
+        ...
+
+    def search_vectors(self, encoder: str, queries: np.ndarray, limit: int, gap_rank: int) -> "VectorHits":
+        """Each query's nearest live memories by one encoder's vectors, with lift's and gap's baselines."""
+        ...
 
     def set_vectors(self, encoder: str, rows: builtins.list[tuple[str, np.ndarray]]) -> None: ...
 
@@ -118,3 +128,66 @@ class MemoryStore(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
     def close(self) -> None: ...
+
+
+def top_ids(scores: np.ndarray, ids: builtins.list[str], limit: int) -> builtins.list[str]:
+    """The `limit` ids of the highest scores, best first (ties keep the stored order)."""
+    n = min(limit, len(ids))
+    top = np.argpartition(-scores, n - 1)[:n] if n < len(ids) else np.arange(len(ids))
+    return [ids[i] for i in top[np.argsort(-scores[top], kind="stable")]]
+
+
+@dataclass
+class VectorHits:
+    """One encoder's answer to a few query vectors (the forms of one recall): each query's nearest
+    memories, and the baselines a candidate's standing-out is measured against (signals.py)."""
+
+    rankings: builtins.list[builtins.list[str]]  # per query: ids best first, at most the limit asked
+    means: np.ndarray  # per query: the mean cosine over every live vector (lift)
+    nearest: np.ndarray  # per query: the gap_rank-th best cosine (gap)
+    size: int  # the live vectors searched
+
+    def at(self, ids: builtins.list[str]) -> tuple[builtins.list[str], np.ndarray]:
+        """The exact cosines (queries × ids) of those of `ids` that have a live vector, and those ids."""
+        raise NotImplementedError
+
+
+@dataclass
+class ScoredRows(VectorHits):
+    """Hits read off every live vector's cosine with each query (rows: queries × ids)."""
+
+    ids: builtins.list[str] = field(default_factory=list)
+    rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    positions: dict[str, int] = field(default_factory=dict)  # id → column of rows
+
+    @classmethod
+    def of(
+        cls,
+        ids: builtins.list[str],
+        rows: np.ndarray,
+        limit: int,
+        gap_rank: int,
+        positions: dict[str, int] | None = None,
+    ) -> "ScoredRows":
+        rank = min(gap_rank, len(ids))
+        return cls(
+            rankings=[top_ids(row, ids, limit) for row in rows],
+            means=rows.mean(axis=1) if len(ids) else np.zeros(len(rows), dtype=np.float32),
+            nearest=np.array([np.partition(row, len(row) - rank)[len(row) - rank] if rank else 0.0 for row in rows]),
+            size=len(ids),
+            ids=ids,
+            rows=rows,
+            positions=positions if positions is not None else {mid: i for i, mid in enumerate(ids)},
+        )
+
+    @classmethod
+    def of_matrix(cls, index: VectorIndex, queries: np.ndarray, limit: int, gap_rank: int) -> "ScoredRows":
+        # One pass over the matrix per query. einsum, not @: BLAS threads spinning after a matmul starve the
+        # embedding model's own threads on a 2-core machine (measured: bench/breath_latency.py).
+        rows = np.stack([np.einsum("ij,j->i", index.matrix, q) for q in queries]) if len(queries) else queries
+        return cls.of(index.ids, rows.reshape(len(queries), len(index)), limit, gap_rank, index.positions)
+
+    def at(self, ids: builtins.list[str]) -> tuple[builtins.list[str], np.ndarray]:
+        wanted = [mid for mid in ids if mid in self.positions]
+        pos = np.fromiter((self.positions[mid] for mid in wanted), dtype=np.int64, count=len(wanted))
+        return wanted, self.rows[:, pos]
