@@ -2,9 +2,11 @@
 included (issue 14: p95 ≤ 100 ms at 10k and ≤ 150 ms at 100k).
 
 Memories are real Chinese daily-life messages from MemDaily (../shared/bench/memdaily; beyond its 26k
-messages, pairs of them joined into one memory), indexed exactly as `hold` indexes them. Vectors of both
-encoders are random unit vectors: embedding 100k passages would take many minutes and does not change
-what a query costs (the query's real embeddings by both models, and a pass over every stored vector).
+messages, pairs of them joined into one memory), indexed exactly as `hold` indexes them. Vectors: each
+message's own, by both encoders, where bench/recall_eval.py's cache holds them (a pair's is the normalised
+sum of its two), else random unit vectors. What a query costs on SQLite does not depend on them (a pass
+over every stored vector); on PostgreSQL past OMBRE_PG_HNSW_FROM an HNSW index walks them, and random
+vectors in 384 dimensions, with no neighbourhoods to follow, make that walk long and its answers poor.
 Queries: MemDaily questions (long, no context); the dialogue set's chats (a fragment or a question with the
 person's earlier turns as `context`: e5 then reads the recent turns); English questions of the long chats
 (with their context where they have one: e5 reads 64 of its tokens, a dozen English words or more); short
@@ -56,21 +58,37 @@ def corpus() -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(messages)), questions
 
 
+def cached_vectors(messages: list[str]) -> dict[str, dict[str, np.ndarray]] | None:
+    """Every message's passage vector by each encoder, if bench/recall_eval.py's cache holds them all."""
+    import pickle
+
+    path = Path(__file__).resolve().parent / "out" / "cache" / "vectors.pkl"
+    if not path.exists():
+        return None
+    memo = pickle.loads(path.read_bytes())
+    try:
+        return {key: {m: memo[key][("p", m)] for m in messages} for key in SPECS}
+    except KeyError:
+        return None
+
+
 def build(store, n: int, rng: random.Random) -> None:
     """`n` memories into `store`, both encoders' vectors filled (random)."""
     now = dt.datetime(2026, 12, 3, tzinfo=dt.timezone.utc)
     messages, _ = corpus()
+    known = cached_vectors(messages)
     nprng = np.random.default_rng(rng.randint(0, 2**31))
     batch = []
     for i in range(n):
-        text = messages[i] if i < len(messages) else f"{rng.choice(messages)}{rng.choice(messages)}"
+        parts = [messages[i]] if i < len(messages) else [rng.choice(messages), rng.choice(messages)]
+        text = "".join(parts)
         stamp = iso(now - dt.timedelta(days=rng.randint(0, 900)))
         m = Memory(content=text, importance=rng.randint(1, 8), created=stamp, last_active=stamp,
                    id=f"m{i:07d}", activation_count=rng.randint(0, 20))
         vectors = {}
         for key, spec in SPECS.items():
-            v = nprng.standard_normal(spec.dim).astype(np.float32)
-            vectors[key] = v / np.linalg.norm(v)
+            v = sum(known[key][p] for p in parts) if known else nprng.standard_normal(spec.dim).astype(np.float32)
+            vectors[key] = (v / np.linalg.norm(v)).astype(np.float32)
         batch.append((m, document(text), vectors))
         if len(batch) == 5_000 and not hasattr(store, "load"):
             store.add_many(batch)

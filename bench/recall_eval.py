@@ -103,9 +103,10 @@ def attributes(mid: str, store: str) -> dict:
 
 
 def build_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, used: set[str],
-                 postgres_url: str | None = None) -> dict[str, MemoryStore]:
+                 postgres_url: str | None = None, hnsw_from: int = 20_000) -> dict[str, MemoryStore]:
     """One store per evaluation store: an in-memory SQLite file each, or, with a PostgreSQL address, one
-    namespace each of that database (loaded at once, as `ombre memories migrate` does)."""
+    namespace each of that database (loaded at once, as `ombre memories migrate` does; a namespace of
+    `hnsw_from` memories or more is searched through HNSW indexes of its own)."""
     stores: dict[str, MemoryStore] = {}
     batches = {}
     for es in sets.values():
@@ -127,10 +128,10 @@ def build_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, used: set[st
         from ombre.memory.postgres_store import PostgresStore
 
         names = {key: f"eval{i}" for i, key in enumerate(sorted(batches))}  # store keys hold ':' and '/'
-        loader = PostgresStore(postgres_url)
+        loader = PostgresStore(postgres_url, hnsw_from=hnsw_from)
         loader.load({names[k]: (rows, [], {}) for k, rows in batches.items()})
         loader.close()
-        return OpenOnUse(lambda key: PostgresStore(postgres_url, names[key]), list(batches))
+        return OpenOnUse(lambda key: PostgresStore(postgres_url, names[key], hnsw_from=hnsw_from), list(batches))
     return stores
 
 
@@ -448,6 +449,9 @@ def main() -> None:
     ap.add_argument("--no-adjust", action="store_true", help="skip the adjustment table")
     ap.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="sqlite",
                     help="where the stores live; both: also compare every ranking between the two")
+    ap.add_argument("--hnsw-from", type=int, default=20_000,
+                    help="PostgreSQL: namespaces of this many memories or more are searched through HNSW "
+                         "(1: every one, to compare the index path with the exact one)")
     ap.add_argument("--leave-one-out", action="store_true",
                     help="also tune on every three sets' dev and report the fourth's test (about 50 minutes)")
     ap.add_argument("--rows", type=Path, default=None, help="also write every case's rankings here (pickle)")
@@ -479,7 +483,7 @@ def main() -> None:
         url = postgres(stack) if "postgresql" in backends else None
         per_backend = {}
         for backend in backends:
-            stores = build_stores(sets, encoders, used, url if backend == "postgresql" else None)
+            stores = build_stores(sets, encoders, used, url if backend == "postgresql" else None, args.hnsw_from)
             per_backend[backend] = (stores, gather(sets, stores, encoders, jieba_stores))
         stores, rows = per_backend[backends[0]]
         CACHE.parent.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,7 @@ def open_store(settings: Settings) -> MemoryStore:
             settings.namespace,
             pool=(settings.pg_pool_min, settings.pg_pool_max),
             timeout_s=settings.pg_pool_timeout_ms / 1000,
+            hnsw_from=settings.pg_hnsw_from,
         )
     return SQLiteStore(settings.memory_db, settings.namespace)
 
