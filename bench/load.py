@@ -9,7 +9,7 @@ the hook's OMBRE_INJECT_TARGET_MS of 150 less its own process start, so recall c
 one in ten an agent's breath (POST /v1/breath, with context, no deadline), two in ten a hold (POST /v1/hold
 of a new message). Each call goes to a namespace drawn at
 random, the 100k one one time in ten. Reported: p50/p95/p99 per call kind and namespace size, errors (any
-status but 200), the service's RSS at start and end, and the connections the database has open.
+status but 200), the service's RSS at start (every namespace opened once) and end, and the connections the database has open.
 
     python bench/load.py [--seconds 300] [--clients 20] [--interval 5] [--db postgresql://…]
 
@@ -108,8 +108,8 @@ def main() -> None:
         errors: list[str] = []
         lock = threading.Lock()
         try:
-            with httpx.Client(timeout=30) as warm:
-                for name in ("big", "ns000"):
+            with httpx.Client(timeout=60) as warm:  # every namespace opened once: RSS at start counts them
+                for name in keys:
                     warm.post(server.url + "/v1/breath", json={"query": "预热"},
                               headers={"authorization": f"Bearer {keys[name]}"})
             rss_start = rss_mb(server.proc.pid)

@@ -131,8 +131,11 @@ def _schema() -> list[tuple[str, list]]:
             "m005_postings",
             [
                 # the counts ride in the key's index: a search reads the index only, never the table
+                # and `ord`, in the order postings were written: equal scores are ordered by it, as FTS5 orders
+                # them by rowid (a memory whose terms change is written again, last, on both)
                 "CREATE TABLE memory_terms (namespace TEXT NOT NULL, term TEXT NOT NULL, id TEXT NOT NULL, "
-                "tf REAL NOT NULL, dl INTEGER NOT NULL, PRIMARY KEY (namespace, term, id) INCLUDE (tf, dl))",
+                "tf REAL NOT NULL, dl INTEGER NOT NULL, ord BIGSERIAL, "
+                "PRIMARY KEY (namespace, term, id) INCLUDE (tf, dl, ord))",
                 "CREATE INDEX memory_terms_id ON memory_terms(namespace, id)",
                 _post_all,
                 "DROP INDEX IF EXISTS memories_terms",
@@ -175,7 +178,7 @@ def _copy_postings(db, rows: list[tuple[str, str, tuple[str, str]]]) -> None:
 
 
 def _post_all(db) -> None:
-    rows = db.execute("SELECT namespace, id, words, grams FROM memories").fetchall()
+    rows = db.execute("SELECT namespace, id, words, grams FROM memories ORDER BY seq").fetchall()
     _copy_postings(db, [(namespace, mid, (words, grams)) for namespace, mid, words, grams in rows])
 
 
@@ -589,10 +592,11 @@ class PostgresStore(SqlStore):
         idf = [max(math.log((total - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in taken]
         rows = self._query(
             "SELECT id, score FROM (SELECT p.id, sum(q.idf * p.tf * %s / (p.tf + %s * (1 - %s + %s * p.dl / %s))) "
-            "AS score FROM unnest(%s::text[], %s::float8[]) AS q(term, idf) "
+            "AS score, min(p.ord) AS ord FROM unnest(%s::text[], %s::float8[]) AS q(term, idf) "
             "JOIN memory_terms p ON p.namespace = %s AND p.term = q.term GROUP BY p.id) scored "
-            # equal scores differ in their last bits by the order the terms were summed: ties go by id
-            "ORDER BY floor(score * 1e9 + 0.5) DESC, id LIMIT %s",
+            # equal scores differ in their last bits by the order the terms were summed: ties go by the order
+            # the memories were indexed in, as FTS5's go by rowid
+            "ORDER BY floor(score * 1e9 + 0.5) DESC, ord LIMIT %s",
             (K1 + 1, K1, B, B, avgdl, taken, idf, self.namespace, limit),
         )
         return [(mid, float(score)) for mid, score in rows]
