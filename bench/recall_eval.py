@@ -103,7 +103,7 @@ def attributes(mid: str, store: str) -> dict:
 
 
 def build_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, used: set[str],
-                 postgres_url: str | None = None, hnsw_from: int = 20_000) -> dict[str, MemoryStore]:
+                 postgres_url: str | None = None, hnsw_from: int = 5_000) -> dict[str, MemoryStore]:
     """One store per evaluation store: an in-memory SQLite file each, or, with a PostgreSQL address, one
     namespace each of that database (loaded at once, as `ombre memories migrate` does; a namespace of
     `hnsw_from` memories or more is searched through HNSW indexes of its own)."""
@@ -449,7 +449,7 @@ def main() -> None:
     ap.add_argument("--no-adjust", action="store_true", help="skip the adjustment table")
     ap.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="sqlite",
                     help="where the stores live; both: also compare every ranking between the two")
-    ap.add_argument("--hnsw-from", type=int, default=20_000,
+    ap.add_argument("--hnsw-from", type=int, default=5_000,
                     help="PostgreSQL: namespaces of this many memories or more are searched through HNSW "
                          "(1: every one, to compare the index path with the exact one)")
     ap.add_argument("--leave-one-out", action="store_true",

@@ -201,7 +201,7 @@ class Settings:
     pg_pool_min: int = 1
     pg_pool_max: int = 10
     pg_pool_timeout_ms: int = 10_000
-    pg_hnsw_from: int = 20_000  # live vectors from which a namespace is searched by an HNSW index of its own
+    pg_hnsw_from: int = 5_000  # live vectors from which a namespace is searched by an HNSW index of its own
     tz: str = SHANGHAI.key  # OMBRE_TZ: the zone times are shown in to the person (stored times stay UTC)
     async_distill: bool = True  # ASYNC_DISTILL=0 turns background distillation off
     distill_warmup: bool = False  # OMBRE_DISTILL_WARMUP=1: a new session's recent turns are read too
@@ -284,7 +284,7 @@ class Settings:
                 env, "OMBRE_PG_POOL_MAX", 10, 2, "a hold keeps one connection for its lock and works on another"
             ),
             pg_pool_timeout_ms=_at_least(env, "OMBRE_PG_POOL_TIMEOUT_MS", 10_000, 1),
-            pg_hnsw_from=_at_least(env, "OMBRE_PG_HNSW_FROM", 20_000, 1),
+            pg_hnsw_from=_at_least(env, "OMBRE_PG_HNSW_FROM", 5_000, 1),
             tz=_zone(env.get("OMBRE_TZ") or SHANGHAI.key),
             async_distill=_flag(env, "ASYNC_DISTILL", True),
             distill_warmup=_flag(env, "OMBRE_DISTILL_WARMUP", False),

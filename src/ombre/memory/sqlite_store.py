@@ -102,7 +102,7 @@ class SQLiteStore(SqlStore):
             if changes_vectors:
                 self._generation += 1
 
-    def _write(self, sql_steps: list[tuple[str, tuple]], changes_vectors: bool = True) -> None:
+    def _write(self, sql_steps: list[tuple[str, tuple]], changes_vectors: bool = True, durable: bool = True) -> None:
         with self._transaction(changes_vectors) as db:
             for sql, params in sql_steps:
                 db.execute(sql, params)
