@@ -53,6 +53,7 @@ def test_bench_figures_in_the_docs_come_from_the_bench_output():
               "recall_eval.txt": r"(memdaily|dialogue|companion|longchat|paraphrase|multisession|hook) +\d", "inject_threshold.txt": r"(both|e5|use) .* [\d.]+$",
               "recall_leave_one_out.txt": r"(memdaily|dialogue|companion|longchat) +held out",
               "breath_latency.txt": r" +\d+0000 ", "hook_latency.txt": r"service ",
+              "breath_latency_postgresql.txt": r" +\d+0000 ", "load.txt": r"(breath|hold|hook) +[\d,k]+ ",
               "cost_replay.txt": r"(naive|dual-zone) ", "distill_eval.txt": r"distill "}
     for name, pattern in checks.items():
         lines = (REPO / "bench" / "out" / name).read_text(encoding="utf-8").splitlines()
