@@ -632,14 +632,8 @@ class PostgresStore(SqlStore):
         size = self.vector_count(encoder)
         if size >= self.hnsw_from and self._index_ready(vec):
             return self._nearest(encoder, queries, limit, gap_rank, size)
-        scores = ", ".join(f"{vec} <#> %s" for _ in queries)
-        rows = self._query(
-            f"SELECT id, {scores} FROM memories WHERE namespace=%s AND archived=0 AND {vec} IS NOT NULL ORDER BY seq",
-            (*queries, self.namespace),
-            binary=True,
-        )
-        matrix = -np.array([r[1:] for r in rows], dtype=np.float32).reshape(len(rows), len(queries))
-        return ScoredRows.of([r[0] for r in rows], np.ascontiguousarray(matrix.T), limit, gap_rank)
+        ids, rows = self._cosines(vec, queries, "ORDER BY seq")
+        return ScoredRows.of(ids, rows, limit, gap_rank)
 
     def _nearest(self, encoder: str, queries: np.ndarray, limit: int, gap_rank: int, size: int) -> VectorHits:
         vec = VECTOR_COLUMNS[encoder][0]
@@ -670,12 +664,15 @@ class PostgresStore(SqlStore):
         )
 
     def _scores_at(self, encoder: str, queries: np.ndarray, ids: list[str]) -> tuple[list[str], np.ndarray]:
-        vec = VECTOR_COLUMNS[encoder][0]
-        scores = ", ".join(f"{vec} <#> %s" for _ in queries)
+        return self._cosines(VECTOR_COLUMNS[encoder][0], queries, "AND id = ANY(%s)", (ids,))
+
+    def _cosines(self, vec: str, queries: np.ndarray, rest: str, params: tuple = ()) -> tuple[list[str], np.ndarray]:
+        """The namespace's live memories with a `vec` vector (narrowed or ordered by `rest`), and their
+        cosines with each query (queries × memories), computed in the database."""
+        scores = ", ".join(f"{vec} <#> %s" for _ in queries)  # <#> is the negative inner product
         rows = self._query(
-            f"SELECT id, {scores} FROM memories WHERE namespace=%s AND id = ANY(%s) AND archived=0 "
-            f"AND {vec} IS NOT NULL",
-            (*queries, self.namespace, ids),
+            f"SELECT id, {scores} FROM memories WHERE namespace=%s AND archived=0 AND {vec} IS NOT NULL {rest}",
+            (*queries, self.namespace, *params),
             binary=True,
         )
         matrix = -np.array([r[1:] for r in rows], dtype=np.float32).reshape(len(rows), len(queries))
