@@ -7,10 +7,10 @@ embedded SQLite store, so nothing above it changes.
   namespace's vectors in SQL and reads back only the scores; a namespace of HNSW_FROM vectors or more gets
   an HNSW index of its own (partial, inner product: vectors are unit length) and recall re-scores its
   candidates exactly.
-- Keywords: the same Python segmentation as SQLite (rjieba words, CJK bigrams), stored as lexemes with no
-  parser in between (array_to_tsvector: PostgreSQL's own parser would cut Chinese differently) in a tsvector
-  with a GIN index; ranking is BM25 computed from term counts (words weight 1, bigrams 0.25, as FTS5's bm25
-  is configured), with document frequencies in term_docs, as in SQLite.
+- Keywords: the same Python segmentation as SQLite (rjieba words, CJK bigrams), each memory's term counts
+  kept as postings (memory_terms; PostgreSQL's own parser would cut Chinese differently); ranking is BM25
+  summed in SQL from them (words weight 1, bigrams 0.25, as FTS5's bm25 is configured), with document
+  frequencies in term_docs, as in SQLite.
 - Writes are transactions; activation counts are incremented in SQL, so concurrent services lose none.
 """
 
@@ -171,18 +171,17 @@ def _postings(terms: tuple[str, str]) -> dict[str, float]:
     return out
 
 
-def _copy_postings(db, rows: list[tuple[str, str, tuple[str, str]]]) -> None:
-    """The postings of (namespace, id, terms) rows, by COPY (a 100k load writes millions)."""
+def _copy_postings(db, rows: list[tuple[str, str, tuple[str, str], int]]) -> None:
+    """The postings of (namespace, id, terms, length) rows, by COPY (a 100k load writes millions)."""
     with db.cursor().copy("COPY memory_terms (namespace, term, id, tf, dl) FROM STDIN") as copy:
-        for namespace, mid, terms in rows:
-            length = token_count(terms)
+        for namespace, mid, terms, length in rows:
             for term, tf in _postings(terms).items():
                 copy.write_row((namespace, term, mid, tf, length))
 
 
 def _post_all(db) -> None:
-    rows = db.execute("SELECT namespace, id, words, grams FROM memories ORDER BY seq").fetchall()
-    _copy_postings(db, [(namespace, mid, (words, grams)) for namespace, mid, words, grams in rows])
+    rows = db.execute("SELECT namespace, id, words, grams, length FROM memories ORDER BY seq").fetchall()
+    _copy_postings(db, [(namespace, mid, (words, grams), length) for namespace, mid, words, grams, length in rows])
 
 
 def _reindex_terms(db) -> None:
@@ -209,7 +208,7 @@ _INSERT = (
     f"INSERT INTO memories (namespace, id, {', '.join(FIELDS)}, {', '.join(VECTOR_NAMES)}, words, grams, "
     f"length) VALUES ({', '.join(['%s'] * (len(FIELDS) + len(VECTOR_NAMES) + 5))})"
 )
-# readers cache the vector matrix while this stays the same; every write that can change it moves it
+# readers keep the namespace's counts while this stays the same; every write that can change them moves it
 _BUMP = (
     "INSERT INTO meta (namespace, key, value) VALUES (%s, 'vectors_version', '1') ON CONFLICT (namespace, key) "
     "DO UPDATE SET value = (meta.value::bigint + 1)::text"
@@ -459,17 +458,17 @@ class PostgresStore(SqlStore):
         self, db, namespace: str, rows: list[tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]]
     ) -> None:
         counts: Counter[str] = Counter()
+        postings = []
         for memory, terms, vectors in rows:
             cells: list = []  # each row written once: an update would index its vectors in HNSW twice
             for key in VECTOR_COLUMNS:
                 vector = (vectors or {}).get(key)
                 cells += [None, None] if vector is None else [np.asarray(vector, dtype=np.float32), SPECS[key].model]
-            db.execute(
-                _INSERT,
-                (namespace, memory.id, *row_values(memory), *cells, *terms, token_count(terms)),
-            )
+            length = token_count(terms)
+            db.execute(_INSERT, (namespace, memory.id, *row_values(memory), *cells, *terms, length))
             counts.update(distinct_terms(terms))
-        _copy_postings(db, [(namespace, memory.id, terms) for memory, terms, _ in rows])
+            postings.append((namespace, memory.id, terms, length))
+        _copy_postings(db, postings)
         for sql, params in self._count_steps(counts, namespace):
             db.execute(sql, params)
         db.execute(_BUMP, (namespace,))
@@ -485,12 +484,13 @@ class PostgresStore(SqlStore):
             db.execute(_UPDATE, (*row_values(memory), memory.id, self.namespace))
             if terms is None:
                 return
+            length = token_count(terms)
             db.execute(
                 "UPDATE memories SET words=%s, grams=%s, length=%s WHERE id=%s AND namespace=%s",
-                (*terms, token_count(terms), memory.id, self.namespace),
+                (*terms, length, memory.id, self.namespace),
             )
             db.execute("DELETE FROM memory_terms WHERE namespace=%s AND id=%s", (self.namespace, memory.id))
-            _copy_postings(db, [(self.namespace, memory.id, terms)])
+            _copy_postings(db, [(self.namespace, memory.id, terms, length)])
             counts: Counter[str] = Counter(distinct_terms(terms))
             counts.subtract(distinct_terms((old[0], old[1])))
             for sql, params in self._count_steps(counts):
@@ -631,12 +631,11 @@ class PostgresStore(SqlStore):
         queries = np.asarray(queries, dtype=np.float32)
         size = self.vector_count(encoder)
         if size >= self.hnsw_from and self._index_ready(vec):
-            return self._nearest(encoder, queries, limit, gap_rank, size)
+            return self._nearest(encoder, vec, queries, limit, gap_rank, size)
         ids, rows = self._cosines(vec, queries, "ORDER BY seq")
         return ScoredRows.of(ids, rows, limit, gap_rank)
 
-    def _nearest(self, encoder: str, queries: np.ndarray, limit: int, gap_rank: int, size: int) -> VectorHits:
-        vec = VECTOR_COLUMNS[encoder][0]
+    def _nearest(self, encoder: str, vec: str, queries: np.ndarray, limit: int, gap_rank: int, size: int) -> VectorHits:
         # one statement for every query; unprepared, so the planner sees the namespace and takes its index
         each = (
             f"(SELECT %s::int, id, {vec} <#> %s FROM memories WHERE namespace=%s AND archived=0 "
@@ -659,12 +658,9 @@ class PostgresStore(SqlStore):
             nearest=np.array(nearest, dtype=np.float32),
             size=size,
             store=self,
-            encoder=encoder,
+            column=vec,
             queries=queries,
         )
-
-    def _scores_at(self, encoder: str, queries: np.ndarray, ids: list[str]) -> tuple[list[str], np.ndarray]:
-        return self._cosines(VECTOR_COLUMNS[encoder][0], queries, "AND id = ANY(%s)", (ids,))
 
     def _cosines(self, vec: str, queries: np.ndarray, rest: str, params: tuple = ()) -> tuple[list[str], np.ndarray]:
         """The namespace's live memories with a `vec` vector (narrowed or ordered by `rest`), and their
@@ -747,10 +743,9 @@ class _Shape:
 class _Nearest(VectorHits):
     """Hits from a namespace's HNSW index: the candidates' cosines are read exactly when asked for."""
 
-    store: PostgresStore | None = None
-    encoder: str = "e5"
-    queries: np.ndarray | None = None
+    store: PostgresStore
+    column: str
+    queries: np.ndarray
 
     def at(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
-        assert self.store is not None and self.queries is not None
-        return self.store._scores_at(self.encoder, self.queries, ids)
+        return self.store._cosines(self.column, self.queries, "AND id = ANY(%s)", (ids,))

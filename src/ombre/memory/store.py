@@ -156,9 +156,9 @@ class VectorHits:
 class ScoredRows(VectorHits):
     """Hits read off every live vector's cosine with each query (rows: queries × ids)."""
 
-    ids: builtins.list[str] = field(default_factory=list)
-    rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-    positions: dict[str, int] = field(default_factory=dict)  # id → column of rows
+    ids: builtins.list[str]
+    rows: np.ndarray
+    positions: dict[str, int]  # id → column of rows
 
     @classmethod
     def of(
