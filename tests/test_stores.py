@@ -93,6 +93,9 @@ def test_english_keywords_meet_as_stems_without_function_words(store):
         store.add(memory(f"e{i}", text), document(text))
     assert store.keyword_search(query_terms("does kwame still run?"), 5)[0][0] == "e1"
     assert store.keyword_search(query_terms("what are her allergies"), 5)[0][0] == "e0"
+    # a word joined by a hyphen is found through its parts, and finds them
+    assert store.keyword_search(query_terms("dairy-free?"), 5)[0][0] == "e0"
+    assert store.keyword_search(query_terms("hair-ties"), 5)[0][0] == "e3"
     assert store.keyword_search(query_terms("grandma baking on sundays"), 5)[0][0] == "e2"
     # a question made only of function words finds nothing, rather than whatever holds "the" and "her"
     assert store.keyword_search(query_terms("what is the thing that she has?"), 5) == []
@@ -132,12 +135,14 @@ def test_keyword_scores_are_the_same_numbers_on_both_backends(tmp_path, postgres
     from ombre.memory.sqlite_store import SQLiteStore
 
     texts = CORPUS + ["论坛的时间是2024-04-11 14:00", "论坛的规模是八千人", "她的邮箱是 ana_li@example.com",
-                      "硬件创新与发展论坛的持续时间是三天", "论坛 v2.5 版本的地址在 3-101 室"]
+                      "硬件创新与发展论坛的持续时间是三天", "论坛 v2.5 版本的地址在 3-101 室",
+                      "Maya's 20-mile run in mid-June", "a co-worker's e-mail about the run"]
     lite, pg = SQLiteStore(tmp_path / "a.db"), PostgresStore(fresh_database(postgres))
     try:
         for s in (lite, pg):
             s.add_many([(memory(f"m{i}", t), document(t), None) for i, t in enumerate(texts)])
-        for q in ("论坛的持续时间是什么", "2024-04-11 的论坛", "ana_li 的邮箱", "3-101 室在哪", "桂花乌龙"):
+        for q in ("论坛的持续时间是什么", "2024-04-11 的论坛", "ana_li 的邮箱", "3-101 室在哪", "桂花乌龙",
+                  "Maya's co-workers", "the 20-mile run in June"):
             a, b = lite.keyword_search(query_terms(q), 10), pg.keyword_search(query_terms(q), 10)
             assert [i for i, _ in a] == [i for i, _ in b], q
             assert np.allclose([x for _, x in a], [x for _, x in b], rtol=1e-9), q

@@ -166,9 +166,19 @@ def m012_namespaces(db: sqlite3.Connection) -> None:
 
 @migration
 def m013_english_keys(db: sqlite3.Connection) -> None:
-    """English words are indexed as their stems, without function words (segment.keys): every memory's
-    keyword columns are made again from its text, and the term counts with them (Chinese terms are as they
-    were)."""
+    """English words are indexed as their stems, without function words (segment.keys)."""
+    _reindex_keywords(db)
+
+
+@migration
+def m014_english_word_parts(db: sqlite3.Connection) -> None:
+    """A Latin word joined by a hyphen or a dot is indexed as its parts (segment.keys: mid-June → mid, june)."""
+    _reindex_keywords(db)
+
+
+def _reindex_keywords(db: sqlite3.Connection) -> None:
+    """Every memory's keyword columns made again from its text, and the term counts with them (a memory
+    whose terms did not change is not rewritten)."""
     rows = db.execute(
         "SELECT f.rowid, f.words, f.grams, m.title, m.content, m.tags, m.namespace "
         "FROM memories_fts f JOIN memories m ON m.id = f.memory_id"

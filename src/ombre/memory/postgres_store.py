@@ -158,6 +158,8 @@ def _schema() -> list[tuple[str, list]]:
                 "ANALYZE memories",  # an expression index's statistics come with ANALYZE only
             ],
         ),
+        # a Latin word joined by a hyphen or a dot is indexed as its parts (segment.keys), as on SQLite
+        ("m007_english_word_parts", [_reindex_terms, "ANALYZE memory_terms"]),
     ]
 
 

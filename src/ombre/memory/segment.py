@@ -53,7 +53,8 @@ i me my mine myself we us our ours ourselves you your yours yourself yourselves 
 herself it its itself they them their theirs themselves what which who whom whose this that these those am is are
 was were be been being have has had having do does did doing would could ought shall may might must im ive id ill
 youre youve youll hes shes its were theyre dont didnt doesnt isnt wasnt arent werent cant wont couldnt wouldnt
-shouldnt havent hasnt hadnt lol lmao omg ok okay oh ah um uh hey hi yeah yes yep nope pls please thanks thx u ur
+shouldnt havent hasnt hadnt don isn aren wasn weren doesn didn couldn wouldn shouldn haven hasn hadn
+lol lmao omg ok okay oh ah um uh hey hi yeah yes yep nope pls please thanks thx u ur
 again also still even really just gonna wanna gotta""".split()
 )
 
@@ -63,19 +64,26 @@ def _stemmer() -> "Stemmer.Stemmer":
     return Stemmer.Stemmer("english")
 
 
+# rjieba keeps a Latin word joined by a hyphen or a dot whole ("20-mile", "mid-June", "Wi-Fi"): its parts are
+# the words a person searches for, and SQLite's FTS5 reads such a term as a phrase of its parts anyway
+_PART = re.compile(r"[^\W_]+")
+
+
 def keys(text: str) -> list[str]:
     """The words a keyword index holds and a search looks for: CJK words as segmented, numbers as written,
-    Latin-script words stemmed (allergy, allergies → allergi) with English function words left out."""
+    Latin-script words stemmed (allergy, allergies → allergi) with English function words left out, and a
+    Latin word joined by a hyphen or a dot read as its parts (mid-June → mid, june)."""
     out = []
     for w in rjieba.cut(text):
         if not _WORD.search(w):
             continue
         w = w.lower()
-        if _LATIN.fullmatch(w):
-            if len(w) < 2 or w in STOP:
-                continue
-            w = _stemmer().stemWord(w)
-        out.append(w)
+        for part in _PART.findall(w) if _LATIN.search(w) else (w,):
+            if _LATIN.fullmatch(part):
+                if len(part) < 2 or part in STOP:
+                    continue
+                part = _stemmer().stemWord(part)
+            out.append(part)
     return out
 
 
