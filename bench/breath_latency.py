@@ -34,7 +34,7 @@ import httpx
 import numpy as np
 
 from ombre.clock import iso
-from ombre.memory.embed import SPECS
+from ombre.memory.embed import LATENT_TERMS, NO_LATENTS, SPECS
 from ombre.memory.model import Memory
 from ombre.memory.segment import document
 from ombre.memory.sqlite_store import SQLiteStore
@@ -72,11 +72,30 @@ def cached_vectors(messages: list[str]) -> dict[str, dict[str, np.ndarray]] | No
         return None
 
 
+def english_latents() -> list:
+    """The latent terms of the English turns of recall_eval's sets, as its cache holds them (else none)."""
+    import pickle
+
+    import evalsets  # beside this script
+
+    path = Path(__file__).resolve().parent / "out" / "cache" / "vectors.pkl"
+    memo = pickle.loads(path.read_bytes()).get("e5", {}) if path.exists() else {}
+    sets = evalsets.load(("multisession", "longchat"))
+    texts = dict.fromkeys(t for es in sets.values() for items in es.stores.values() for _, t in items)
+    return [memo[key] for t in texts if (key := ("l", LATENT_TERMS, t)) in memo]
+
+
 def build(store, n: int, rng: random.Random) -> None:
-    """`n` memories into `store`, both encoders' vectors filled (random)."""
+    """`n` memories into `store`, both encoders' vectors filled (random), and latent terms: each memory
+    carries those of a real English turn (english_latents), so the postings an English question sums are as
+    many and as spread as in an English store of this size (the memories' text stays Chinese)."""
     now = dt.datetime(2026, 12, 3, tzinfo=dt.timezone.utc)
     messages, _ = corpus()
     known = cached_vectors(messages)
+    english = english_latents()
+    if not english:
+        print("# no latent terms cached (run bench/recall_eval.py first): English questions find none", flush=True)
+    latents = []
     nprng = np.random.default_rng(rng.randint(0, 2**31))
     batch = []
     for i in range(n):
@@ -90,6 +109,7 @@ def build(store, n: int, rng: random.Random) -> None:
             v = sum(known[key][p] for p in parts) if known else nprng.standard_normal(spec.dim).astype(np.float32)
             vectors[key] = (v / np.linalg.norm(v)).astype(np.float32)
         batch.append((m, document(text), vectors))
+        latents.append((m.id, english[i % len(english)] if english else NO_LATENTS))
         if len(batch) == 5_000 and not hasattr(store, "load"):
             store.add_many(batch)
             batch = []
@@ -97,6 +117,8 @@ def build(store, n: int, rng: random.Random) -> None:
         store.load({store.namespace: (batch, [], {})})
     elif batch:
         store.add_many(batch)
+    for start in range(0, len(latents), 1_000):
+        store.set_latents(latents[start:start + 1_000])
     store.close()
 
 

@@ -46,7 +46,7 @@ import rjieba
 from ombre.clock import iso
 from ombre.memory import breath as breath_mod
 from ombre.memory.breath import Adjust, BreathRequest
-from ombre.memory.embed import E5Embedder, USEEmbedder, tail
+from ombre.memory.embed import LATENT_TERMS, E5Embedder, USEEmbedder, tail
 from ombre.memory.fusion import FUSION, Fusion, fuse
 from ombre.memory.model import Memory
 from ombre.memory.query import Query
@@ -88,6 +88,13 @@ class Cached:
     def tokens(self, text: str) -> int:
         return self.inner.tokens(text)
 
+    def latents(self, texts: list[str], terms: int = LATENT_TERMS) -> list:
+        if not hasattr(self.inner, "latents"):
+            raise AttributeError("latents")
+        todo = [t for t in dict.fromkeys(texts) if ("l", terms, t) not in self.memo]
+        self.memo.update({("l", terms, t): v for t, v in zip(todo, self.inner.latents(todo, terms))})
+        return [self.memo[("l", terms, t)] for t in texts]
+
 
 def _h(key: str, n: int) -> int:
     return int(hashlib.sha1(key.encode()).hexdigest(), 16) % n
@@ -119,18 +126,24 @@ def build_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, used: set[st
             for i, (mid, text) in enumerate(items):
                 m = Memory(content=text, id=mid, created="2024-01-01T00:00:00+00:00", **attributes(mid, key))
                 rows.append((m, document(text), {k: v[i] for k, v in vecs.items()}))
+            latents = list(zip([m for m, _ in items], encoders["e5"].latents(texts)))
             if postgres_url:
-                batches[key] = rows
+                batches[key] = (rows, latents)
             else:
                 stores[key] = SQLiteStore(Path(":memory:"))
                 stores[key].add_many(rows)
+                stores[key].set_latents(latents)
     if batches:
         from ombre.memory.postgres_store import PostgresStore
 
         names = {key: f"eval{i}" for i, key in enumerate(sorted(batches))}  # store keys hold ':' and '/'
         loader = PostgresStore(postgres_url, hnsw_from=hnsw_from)
-        loader.load({names[k]: (rows, [], {}) for k, rows in batches.items()})
+        loader.load({names[k]: (rows, [], {}) for k, (rows, _) in batches.items()})
         loader.close()
+        for key, (_, latents) in batches.items():
+            store = PostgresStore(postgres_url, names[key])
+            store.set_latents(latents)
+            store.close()
         return OpenOnUse(lambda key: PostgresStore(postgres_url, names[key], hnsw_from=hnsw_from), list(batches))
     return stores
 

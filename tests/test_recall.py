@@ -514,3 +514,29 @@ def test_pace_plans_with_the_slow_end_of_what_this_machine_measured(monkeypatch)
     assert abs(pace.factor - 1.5) < 1e-9
     clock[0] += embed.PACE_MINUTES * 60 + 1
     assert pace.factor == 1.0  # nothing recent: the estimate again
+
+
+def test_english_memories_get_latent_terms_and_an_english_question_ranks_by_them(svc):
+    """The e5 model's latent terms (its sparse head) are written with each English memory and read by an English
+    question; a Chinese memory gets only its marker (no model pass) and a Chinese question no latent ranking."""
+    ids = {text: hold(svc, text) for text in ENGLISH_LIFE}
+    zh = hold(svc, "她对芒果过敏")
+    assert svc.store.latents_pending() == 0
+    latents = dict(svc.store._query("SELECT id, count(*) FROM memory_latents WHERE latent >= 0 GROUP BY id"))
+    assert zh not in latents and all(latents[ids[t]] > 10 for t in ENGLISH_LIFE)
+    result = svc.breath(BreathRequest("which antibiotic am I allergic to?"), now=NOW, touch=False)
+    ranked = [c for c in result.cards if "latent" in c.why["ranks"]]
+    assert ranked and ranked[0].id == ids["I'm allergic to penicillin"]
+    chinese = svc.breath(BreathRequest("她对什么过敏？"), now=NOW, touch=False)
+    assert chinese.cards and not any("latent" in c.why["ranks"] for c in chinese.cards)
+
+
+def test_an_older_store_gets_its_latent_terms_in_the_background(tmp_path, embedder):
+    settings = Settings.from_env({"HOME": str(tmp_path)})
+    early = open_service(settings, arbitrate=False, encoders={})  # written without the e5 model
+    for text in ENGLISH_LIFE[:5]:
+        hold(early, text)
+    assert early.store.latents_pending() == 5
+    later = open_service(settings, arbitrate=False, embedder=embedder)
+    later.embed_pending(batch=2)
+    assert later.store.latents_pending() == 0 and later.embedding["latent"] == {"todo": 5, "done": 5}

@@ -84,6 +84,32 @@ def test_keyword_search_ranks_alike_on_both_backends(store):
     assert store.keyword_search(query_terms("茉莉奶绿"), 5)[0][0] == "m0"
 
 
+def latents(*pairs: tuple[int, float]):
+    return np.array([i for i, _ in pairs], dtype=np.int32), np.array([w for _, w in pairs], dtype=np.float32)
+
+
+def test_latent_terms_rank_by_their_products_on_both_backends(store):
+    """A memory's latent terms are postings; a search sums weight × the query's weight, best first, never an
+    archived or deleted memory, and the memories still to do are the ones without their marker."""
+    for i, text in enumerate(ENGLISH):
+        store.add(memory(f"e{i}", text), document(text))
+    assert {m.id for m in store.without_latents(10)} == {"e0", "e1", "e2", "e3"} and store.latents_pending() == 4
+    store.set_latents([("e0", latents((7, 1.0), (9, 0.5))), ("e1", latents((7, 0.2), (3, 2.0))),
+                       ("e2", latents((5, 1.0))), ("e3", latents())])
+    assert store.latents_pending() == 0 and store.without_latents(10) == []  # e3 has none, and is done
+    found = store.latent_search(latents((7, 2.0), (3, 0.5)), 10)
+    assert found == [("e0", pytest.approx(2.0)), ("e1", pytest.approx(1.4))]  # 2·1 against 2·0.2 + 0.5·2
+    store.set_latents([("e1", latents((5, 0.1)))])  # replaced, not added to
+    assert [mid for mid, _ in store.latent_search(latents((7, 2.0), (3, 0.5)), 10)] == ["e0"]
+    archived = store.get("e0")
+    archived.archived = True
+    store.update(archived)
+    assert store.latent_search(latents((7, 2.0)), 10) == []
+    store.delete("e2")
+    assert store.latent_search(latents((5, 1.0)), 10) == [("e1", pytest.approx(0.1))]
+    assert store.latent_search(latents(), 10) == []
+
+
 ENGLISH = ["Ruby has a dairy allergy, no milk or cheese", "Kwame started running marathons last spring",
            "Her gran lives in Stockport and bakes every Sunday", "The cat keeps stealing hair ties"]
 

@@ -203,19 +203,32 @@ def embedding_text(m: Memory) -> str:
     return " ".join(x for x in (m.title, m.content) if x)
 
 
-def enrich(store: MemoryStore, encoders: Mapping[str, Embedder], memories: list[Memory]) -> bool:
+def enrich(store: MemoryStore, encoders: Mapping[str, Embedder], memories: list[Memory], latents: bool = True) -> bool:
     """Give memories their vectors, encoder by encoder. Failure leaves them findable by keywords and the
     other encoder, and returns False."""
     if not encoders or not memories:
         return False
     ok = True
     texts = [embedding_text(m) for m in memories]
+    ids = [m.id for m in memories]
     for key, embedder in encoders.items():
         try:
-            store.set_vectors(key, list(zip([m.id for m in memories], embedder.passages(texts))))
+            store.set_vectors(key, list(zip(ids, embedder.passages(texts))))
         except Exception:  # noqa: BLE001 — any embedder failure must leave the write intact
             ok = False
-    return ok
+    return (enrich_latents(store, encoders, memories) if latents else True) and ok
+
+
+def enrich_latents(store: MemoryStore, encoders: Mapping[str, Embedder], memories: list[Memory]) -> bool:
+    """Give memories their latent terms (embed.E5Embedder.latents), if the e5 model is there to read them."""
+    latents = getattr(encoders.get("e5"), "latents", None)
+    if latents is None or not memories:
+        return True
+    try:
+        store.set_latents(list(zip([m.id for m in memories], latents([embedding_text(m) for m in memories]))))
+    except Exception:  # noqa: BLE001 — as above: the memory stays, the background fills them in later
+        return False
+    return True
 
 
 def enrich_pending(
@@ -230,9 +243,16 @@ def enrich_pending(
     for key, embedder in encoders.items():
         while True:
             todo = store.without_vectors(key, batch)
-            if not todo or not enrich(store, {key: embedder}, todo):
+            if not todo or not enrich(store, {key: embedder}, todo, latents=False):
                 break
             done += len(todo)
             if progress is not None:
                 progress(key, len(todo))
+    while "e5" in encoders:
+        todo = store.without_latents(batch)
+        if not todo or not enrich_latents(store, encoders, todo):
+            break
+        done += len(todo)
+        if progress is not None:
+            progress("latent", len(todo))
     return done

@@ -176,6 +176,17 @@ def m014_english_word_parts(db: sqlite3.Connection) -> None:
     _reindex_keywords(db)
 
 
+@migration
+def m015_latent_terms(db: sqlite3.Connection) -> None:
+    """English memories' latent terms (embed.E5Embedder.latents), one row per memory and term, and a marker row
+    per memory whose terms were computed (SqlStore.DONE); the service fills them in the background."""
+    db.execute(
+        "CREATE TABLE memory_latents (namespace TEXT NOT NULL, latent INTEGER NOT NULL, id TEXT NOT NULL, "
+        "weight REAL NOT NULL, PRIMARY KEY (namespace, latent, id)) WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX memory_latents_id ON memory_latents(namespace, id)")
+
+
 def _reindex_keywords(db: sqlite3.Connection) -> None:
     """Every memory's keyword columns made again from its text, and the term counts with them (a memory
     whose terms did not change is not rewritten)."""

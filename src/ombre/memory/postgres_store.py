@@ -160,6 +160,15 @@ def _schema() -> list[tuple[str, list]]:
         ),
         # a Latin word joined by a hyphen or a dot is indexed as its parts (segment.keys), as on SQLite
         ("m007_english_word_parts", [_reindex_terms, "ANALYZE memory_terms"]),
+        # English memories' latent terms (SqlStore.set_latents), filled by the service in the background
+        (
+            "m008_latent_terms",
+            [
+                "CREATE TABLE memory_latents (namespace TEXT NOT NULL, latent INTEGER NOT NULL, id TEXT NOT NULL, "
+                "weight REAL NOT NULL, PRIMARY KEY (namespace, latent, id) INCLUDE (weight))",
+                "CREATE INDEX memory_latents_id ON memory_latents(namespace, id)",
+            ],
+        ),
     ]
 
 
@@ -505,6 +514,7 @@ class PostgresStore(SqlStore):
                 "DELETE FROM memories WHERE id=%s AND namespace=%s RETURNING words, grams", (memory_id, self.namespace)
             ).fetchone()
             db.execute("DELETE FROM memory_terms WHERE namespace=%s AND id=%s", (self.namespace, memory_id))
+            db.execute("DELETE FROM memory_latents WHERE namespace=%s AND id=%s", (self.namespace, memory_id))
             if old is not None:
                 counts: Counter[str] = Counter()
                 counts.subtract(distinct_terms((old[0], old[1])))

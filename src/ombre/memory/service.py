@@ -114,6 +114,8 @@ class MemoryService:
         encoders = self.encoders
         for key in encoders:
             self.embedding[key] = {"todo": self.store.unembedded_count(key), "done": 0}
+        if "e5" in encoders:  # and the latent terms the e5 model reads (hold.enrich_latents)
+            self.embedding["latent"] = {"todo": self.store.latents_pending(), "done": 0}
 
         def progress(key: str, n: int) -> None:
             self.embedding[key]["done"] += n

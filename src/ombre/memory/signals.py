@@ -1,6 +1,7 @@
 """The signals of one recall, before fusion: keyword BM25 over the person's latest words and over their
 recent turns, and each encoder's cosines for each query form it embeds, with how far each candidate stands
-out of the store (lift) and of its nearest neighbours (gap). bench/recall_eval.py fuses these anew."""
+out of the store (lift) and of its nearest neighbours (gap); and for an English query, the e5 model's latent
+terms (_latent_ranking). bench/recall_eval.py fuses these anew."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .embed import ORDER, SPECS, Embedder, tail
+from .embed import LATENT_QUERY_TERMS, ORDER, SPECS, Embedder, tail
 from .query import Query
 from .segment import query_terms, script
 from .store import MemoryStore, VectorHits
@@ -26,6 +27,7 @@ E5_TOKENS = 64
 E5_MIN_TOKENS = 24  # short of time, e5 reads fewer tokens of each form, never fewer than this (dev: at 24 every
 # hook set showed more gold than USE alone, at 16 two showed less)
 E5_TOKEN_STEP = 8
+LATENT = "latent"  # the signal of the latent terms (_latent_ranking); it ranks, it has no cosine
 # A memory's gap: its cosine over the store's GAP_RANK-th best for the same form. The lift measures it
 # against the whole store, where most memories are about something else; the gap against the few nearest,
 # which tells a memory that answers from one of many on the same topic (bench/inject_threshold.py: of 3, 5,
@@ -99,6 +101,37 @@ def _plan(
     return plan
 
 
+def _latent_ranking(
+    store: MemoryStore,
+    query: Query,
+    e5: Embedder | None,
+    out: Signals,
+    limit: int,
+    deadline: float | None,
+    degraded: list[str] | None,
+) -> None:
+    """The LATENT signal: the memories whose latent terms (embed.E5Embedder.latents) best meet those of the
+    person's latest words. English only: on Chinese they found less than e5 alone. It costs one more pass of
+    the e5 model, so it is left out when that would not fit before the deadline."""
+    latents = getattr(e5, "latents", None)
+    if e5 is None or latents is None:
+        return
+    text, tokens = tail(query.latest, E5_TOKENS, getattr(e5, "tokens", len))
+    if not text or not _fits(e5, "e5", tokens, deadline):
+        return
+    try:
+        found = store.latent_search(latents([text], LATENT_QUERY_TERMS)[0], limit)
+    except Exception as exc:  # noqa: BLE001 — recall goes on without it
+        if degraded is not None:
+            degraded.append(f"latent terms unavailable: {exc}")
+        return
+    if found:
+        out.rankings[LATENT] = [mid for mid, _ in found]
+        best = found[0][1]
+        if best > 0:  # as the keywords' evidence: each one's share of the best (Fusion.evidence)
+            out.keyword[LATENT] = {mid: score / best for mid, score in found}
+
+
 def signals_for(
     store: MemoryStore,
     query: Query,
@@ -156,6 +189,8 @@ def signals_for(
             out.keyword[name] = {mid: score / best for mid, score in found_terms} if best > 0 else {}
         for key in sorted(plan, key=lambda k: k == "e5" and pending is not None):  # the pending one last
             embed_and_search(key)
+    if out.script == "latin":
+        _latent_ranking(store, query, encoders.get("e5"), out, limit, deadline, degraded)
     # How far each candidate stands out in each form (its best form counting), and its best cosine: read
     # at the candidates only (every signal's candidates).
     candidates = list(out.candidates())

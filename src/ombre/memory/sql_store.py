@@ -14,7 +14,7 @@ from collections import Counter
 
 from .model import COMMITMENT_TYPES, Memory
 from .rows import COLUMNS, VECTOR_COLUMNS, row_to_memory
-from .store import GateEntry
+from .store import GateEntry, Latents
 
 
 class SqlStore:
@@ -237,6 +237,63 @@ class SqlStore:
         return [(r[0], int(r[1]), int(r[2])) for r in rows]
 
     # -- small writes ---------------------------------------------------------------------------------
+    # -- latent terms (embed.E5Embedder.latents) ------------------------------------------------------
+    # One row per memory and latent term it holds, and a marker row (DONE) for every memory whose terms were
+    # computed, those with none included (text not in Latin script): the marker is the background's to-do list.
+    DONE = -1
+
+    def set_latents(self, rows: builtins.list[tuple[str, Latents]]) -> None:
+        """Store some memories' latent terms (replacing any they had), in one transaction."""
+        P = self.P
+        steps: builtins.list[tuple[str, tuple]] = []
+        for mid, (idx, val) in rows:
+            steps.append((f"DELETE FROM memory_latents WHERE namespace={P} AND id={P}", (self.namespace, mid)))
+            cells = [(self.DONE, 0.0), *zip(map(int, idx), map(float, val))]
+            steps.append(
+                (
+                    "INSERT INTO memory_latents (namespace, id, latent, weight) VALUES "
+                    + ", ".join(f"({P}, {P}, {P}, {P})" for _ in cells),
+                    tuple(x for latent, weight in cells for x in (self.namespace, mid, latent, weight)),
+                )
+            )
+        self._write(steps, changes_vectors=False)
+
+    def latent_search(self, latents: Latents, limit: int) -> builtins.list[tuple[str, float]]:
+        """The memories whose latent terms best meet the query's: the sum of their weights' products, best
+        first; archived memories left out."""
+        idx, val = latents
+        if not len(idx):
+            return []
+        P = self.P
+        rows = self._query(
+            "WITH q (latent, weight) AS (VALUES "
+            + ", ".join(f"({P}, {P})" for _ in idx)
+            + ") SELECT t.id, t.score FROM (SELECT l.id AS id, SUM(l.weight * q.weight) AS score FROM q "
+            f"JOIN memory_latents l ON l.namespace={P} AND l.latent=q.latent GROUP BY l.id) t "
+            f"JOIN memories m ON m.id=t.id AND m.namespace={P} AND m.archived=0 "
+            f"ORDER BY t.score DESC, t.id LIMIT {P}",
+            (*(x for pair in zip(map(int, idx), map(float, val)) for x in pair), self.namespace, self.namespace, limit),
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def _without_latents(self) -> str:
+        return (
+            f"FROM memories m WHERE archived=0 AND {self.PLUS}namespace={self.P} AND NOT EXISTS (SELECT 1 FROM "
+            f"memory_latents l WHERE l.namespace=m.namespace AND l.latent={self.DONE} AND l.id=m.id)"
+        )
+
+    def without_latents(self, limit: int) -> builtins.list[Memory]:
+        return [
+            row_to_memory(r)
+            for r in self._query(
+                f"SELECT {COLUMNS} {self._without_latents()} ORDER BY {self.ORDER} LIMIT {self.P}",
+                (self.namespace, limit),
+            )
+        ]
+
+    def latents_pending(self) -> int:
+        return self._query(f"SELECT count(*) {self._without_latents()}", (self.namespace,))[0][0]
+
     def _gate_step(self, entry: GateEntry, namespace: str | None = None) -> tuple[str, tuple]:
         P = self.P
         return (

@@ -158,6 +158,7 @@ class SQLiteStore(SqlStore):
             gone = db.execute("DELETE FROM memories WHERE id=? AND +namespace=?", (memory_id, self.namespace))
             if gone.rowcount == 0:
                 return
+            db.execute("DELETE FROM memory_latents WHERE namespace=? AND id=?", (self.namespace, memory_id))
             counts: Counter[str] = Counter()
             for rowid, words, grams in db.execute(
                 "SELECT rowid, words, grams FROM memories_fts WHERE memory_id=?", (memory_id,)

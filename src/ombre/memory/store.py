@@ -40,6 +40,9 @@ class VectorIndex:
         return len(self.ids)
 
 
+# A text's latent terms (embed.E5Embedder.latents): feature indices and their weights, heaviest first
+Latents = tuple[np.ndarray, np.ndarray]
+
 # one memory for add_many: the memory, its indexed columns (keys, bigrams), and its vectors by encoder if known
 NewRow = tuple[Memory, tuple[str, str], dict[str, np.ndarray] | None]
 
@@ -114,6 +117,14 @@ class MemoryStore(Protocol):
     def set_vectors(self, encoder: str, rows: builtins.list[tuple[str, np.ndarray]]) -> None: ...
 
     def without_vectors(self, encoder: str, limit: int) -> builtins.list[Memory]: ...
+
+    def set_latents(self, rows: builtins.list[tuple[str, Latents]]) -> None: ...
+
+    def latent_search(self, latents: Latents, limit: int) -> builtins.list[tuple[str, float]]: ...
+
+    def without_latents(self, limit: int) -> builtins.list[Memory]: ...
+
+    def latents_pending(self) -> int: ...
 
     def touch(self, ids: builtins.list[str], at: str) -> None: ...
 
