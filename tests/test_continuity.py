@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ombre.errors import InvariantError
-from ombre.tunnel.handoff import is_question, prepare, preview
+from ombre.tunnel.handoff import Said, _keywords, is_question, prepare, preview
 from ombre.window import carry
 from ombre.window.anchors import anchors
 from ombre.window.diet import DietOptions
@@ -191,6 +191,14 @@ def test_a_rewrite_keeps_the_originals_mode(tmp_path, mode):
         os.umask(old)
     for new in (forged.new_path, dieted.new_path):
         assert stat.S_IMODE(Path(new).stat().st_mode) == mode
+
+
+def test_the_handoff_topic_is_never_an_english_function_word():
+    """The product check's handoff read "当前话题：the、芒果" after a chat that turned to English."""
+    rows = [Said("对方", t, None) for t in ("我对芒果过敏，芒果一点都不能吃", "My sister is getting married and the party is in the garden",
+                                            "I'm making arepas for the party, the ones from the video")]
+    topic = _keywords(rows)
+    assert "the" not in topic and "and" not in topic and topic[:2] == ["芒果", "party"]
 
 
 # -- the handoff pack and anchors read what the summary says -------------------------------------------------

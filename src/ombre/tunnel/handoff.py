@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..clock import SHANGHAI
-from ..memory.segment import sentences, words
+from ..memory.segment import STOP, sentences, words
 from ..transcript import compaction
 from ..transcript.chain import Entry, Transcript, clip, scan
 from ..transcript.lines import message_text
@@ -195,6 +195,6 @@ def _keywords(rows: list[Said]) -> list[str]:
         w
         for r in rows
         for w in words(r.text)
-        if len(w) >= 2 and w not in COMMON and not w.isdigit() and not (w.isascii() and len(w) < 3)
+        if len(w) >= 2 and w not in COMMON and w not in STOP and not w.isdigit() and not (w.isascii() and len(w) < 3)
     )
     return [w for w, _ in counts.most_common(3)]
