@@ -237,8 +237,8 @@ def enrich_pending(
     batch: int = 64,
     progress: Callable[[str, int], None] | None = None,
 ) -> int:
-    """Fill in vectors that an earlier failure, or an encoder added later, left out; returns how many were
-    filled. Resumable: what is still to do is exactly what has no vector."""
+    """Fill in vectors that an earlier failure, or an encoder added later, left out, and the latent terms;
+    returns how many vectors were filled. Resumable: what is still to do is exactly what has no vector."""
     done = 0
     for key, embedder in encoders.items():
         while True:
@@ -248,11 +248,10 @@ def enrich_pending(
             done += len(todo)
             if progress is not None:
                 progress(key, len(todo))
-    while "e5" in encoders:
+    while "e5" in encoders:  # then the latent terms (counted apart: `progress` only)
         todo = store.without_latents(batch)
         if not todo or not enrich_latents(store, encoders, todo):
             break
-        done += len(todo)
         if progress is not None:
             progress("latent", len(todo))
     return done
