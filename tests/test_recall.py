@@ -313,7 +313,8 @@ def test_the_background_embedding_resumes_where_it_stopped(tmp_path, embedder):
                                zip(s.store.list()[:4], use.passages([m.content for m in s.store.list()[:4]]))])
     both = open_service(settings, arbitrate=False, encoders={"e5": embedder, "use": use})
     assert both.embed_pending() == 6 and both.embedding == {"e5": {"todo": 0, "done": 0},
-                                                             "use": {"todo": 6, "done": 6}}
+                                                             "use": {"todo": 6, "done": 6},
+                                                             "latent": {"todo": 0, "done": 0}}
     assert both.embed_pending() == 0
     both.close()
     s.close()
