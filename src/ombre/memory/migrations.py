@@ -179,10 +179,11 @@ def m014_english_word_parts(db: sqlite3.Connection) -> None:
 @migration
 def m015_latent_terms(db: sqlite3.Connection) -> None:
     """English memories' latent terms (embed.E5Embedder.latents), one row per memory and term, and a marker row
-    per memory whose terms were computed (SqlStore.DONE); the service fills them in the background."""
+    per memory whose terms were computed (SqlStore.DONE); the service fills them in the background. Keyed by
+    weight within a term: a search reads each term's heaviest postings only (SqlStore.latent_search)."""
     db.execute(
         "CREATE TABLE memory_latents (namespace TEXT NOT NULL, latent INTEGER NOT NULL, id TEXT NOT NULL, "
-        "weight REAL NOT NULL, PRIMARY KEY (namespace, latent, id)) WITHOUT ROWID"
+        "weight REAL NOT NULL, PRIMARY KEY (namespace, latent, weight, id)) WITHOUT ROWID"
     )
     db.execute("CREATE INDEX memory_latents_id ON memory_latents(namespace, id)")
 

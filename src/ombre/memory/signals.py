@@ -28,6 +28,7 @@ E5_MIN_TOKENS = 24  # short of time, e5 reads fewer tokens of each form, never f
 # hook set showed more gold than USE alone, at 16 two showed less)
 E5_TOKEN_STEP = 8
 LATENT = "latent"  # the signal of the latent terms (_latent_ranking); it ranks, it has no cosine
+LATENT_SEARCH_MS = 30.0  # what summing a question's latent postings costs (bench: p50 25 ms at 10k, bounded)
 # A memory's gap: its cosine over the store's GAP_RANK-th best for the same form. The lift measures it
 # against the whole store, where most memories are about something else; the gap against the few nearest,
 # which tells a memory that answers from one of many on the same topic (bench/inject_threshold.py: of 3, 5,
@@ -54,12 +55,14 @@ class Signals:
         return {mid for ids in self.rankings.values() for mid in ids}
 
 
-def _fits(encoder: Embedder, key: str, tokens: int, deadline: float | None, texts: int = 1) -> bool:
+def _fits(
+    encoder: Embedder, key: str, tokens: int, deadline: float | None, texts: int = 1, search_ms: float = 0.0
+) -> bool:
     if deadline is None:
         return True
     left_ms = (deadline - time.monotonic()) * 1000 - DEADLINE_RESERVE_MS
     pace = getattr(encoder, "pace", None) or SPECS[key]  # as measured here, else the spec's estimate
-    return pace.cost_ms(tokens, texts) <= left_ms
+    return pace.cost_ms(tokens, texts) + search_ms <= left_ms
 
 
 def _plan(
@@ -117,7 +120,7 @@ def _latent_ranking(
     if e5 is None or latents is None:
         return
     text, tokens = tail(query.latest, E5_TOKENS, getattr(e5, "tokens", len))
-    if not text or not _fits(e5, "e5", tokens, deadline):
+    if not text or not _fits(e5, "e5", tokens, deadline, search_ms=LATENT_SEARCH_MS):
         return
     try:
         found = store.latent_search(latents([text], LATENT_QUERY_TERMS)[0], limit)
