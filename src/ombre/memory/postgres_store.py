@@ -164,8 +164,8 @@ def _schema() -> list[tuple[str, list]]:
         (
             "m008_latent_terms",
             [
-                "CREATE TABLE memory_latents (namespace TEXT NOT NULL, latent INTEGER NOT NULL, id TEXT NOT NULL, "
-                "weight REAL NOT NULL, PRIMARY KEY (namespace, latent, weight, id))",
+                "CREATE TABLE memory_latents (namespace TEXT NOT NULL, latent INTEGER NOT NULL, weight REAL NOT NULL, "
+                "id TEXT NOT NULL, PRIMARY KEY (namespace, latent, weight, id))",
                 "CREATE INDEX memory_latents_id ON memory_latents(namespace, id)",
             ],
         ),
