@@ -21,6 +21,7 @@ package in a temporary folder) and `ombre serve` runs with OMBRE_DB pointing at 
 from __future__ import annotations
 
 import argparse
+import functools
 import datetime as dt
 import json
 import random
@@ -58,14 +59,18 @@ def corpus() -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(messages)), questions
 
 
-def cached_vectors(messages: list[str]) -> dict[str, dict[str, np.ndarray]] | None:
-    """Every message's passage vector by each encoder, if bench/recall_eval.py's cache holds them all."""
+@functools.lru_cache(maxsize=1)
+def cache() -> dict:
+    """bench/recall_eval.py's vector cache (read once: each size's build asks it twice), or {}."""
     import pickle
 
     path = Path(__file__).resolve().parent / "out" / "cache" / "vectors.pkl"
-    if not path.exists():
-        return None
-    memo = pickle.loads(path.read_bytes())
+    return pickle.loads(path.read_bytes()) if path.exists() else {}
+
+
+def cached_vectors(messages: list[str]) -> dict[str, dict[str, np.ndarray]] | None:
+    """Every message's passage vector by each encoder, if bench/recall_eval.py's cache holds them all."""
+    memo = cache()
     try:
         return {key: {m: memo[key][("p", m)] for m in messages} for key in SPECS}
     except KeyError:
@@ -74,12 +79,9 @@ def cached_vectors(messages: list[str]) -> dict[str, dict[str, np.ndarray]] | No
 
 def english_latents() -> list:
     """The latent terms of the English turns of recall_eval's sets, as its cache holds them (else none)."""
-    import pickle
-
     import evalsets  # beside this script
 
-    path = Path(__file__).resolve().parent / "out" / "cache" / "vectors.pkl"
-    memo = pickle.loads(path.read_bytes()).get("e5", {}) if path.exists() else {}
+    memo = cache().get("e5", {})
     sets = evalsets.load(("multisession", "longchat"))
     texts = dict.fromkeys(t for es in sets.values() for items in es.stores.values() for _, t in items)
     return [memo[key] for t in texts if (key := ("l", LATENT_TERMS, t)) in memo]

@@ -54,6 +54,12 @@ class Signals:
     def candidates(self) -> set[str]:
         return {mid for ids in self.rankings.values() for mid in ids}
 
+    def scored(self, name: str, found: list[tuple[str, float]]) -> None:
+        """A signal that scores (keywords, latent terms): its ranking, and each memory's share of the best."""
+        self.rankings[name] = [mid for mid, _ in found]
+        best = found[0][1] if found else 0.0
+        self.keyword[name] = {mid: score / best for mid, score in found} if best > 0 else {}
+
 
 def _fits(
     encoder: Embedder, key: str, tokens: int, deadline: float | None, texts: int = 1, search_ms: float = 0.0
@@ -129,10 +135,7 @@ def _latent_ranking(
             degraded.append(f"latent terms unavailable: {exc}")
         return
     if found:
-        out.rankings[LATENT] = [mid for mid, _ in found]
-        best = found[0][1]
-        if best > 0:  # as the keywords' evidence: each one's share of the best (Fusion.evidence)
-            out.keyword[LATENT] = {mid: score / best for mid, score in found}
+        out.scored(LATENT, found)  # its evidence as the keywords': each one's share of the best
 
 
 def signals_for(
@@ -186,10 +189,7 @@ def signals_for(
         if query.recent:
             searches.append(("keyword:recent", query_terms(query.context_text)))
         for name, terms in searches:
-            found_terms = store.keyword_search(terms, limit)
-            out.rankings[name] = [mid for mid, _ in found_terms]
-            best = found_terms[0][1] if found_terms else 0.0
-            out.keyword[name] = {mid: score / best for mid, score in found_terms} if best > 0 else {}
+            out.scored(name, store.keyword_search(terms, limit))
         for key in sorted(plan, key=lambda k: k == "e5" and pending is not None):  # the pending one last
             embed_and_search(key)
     if out.script == "latin":
