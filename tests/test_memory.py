@@ -344,7 +344,7 @@ def test_the_database_is_one_wal_sqlite_file_with_recorded_migrations(svc):
         "m006_event_date_index", "m007_arbitration",
         "m008_type_and_date_indexes", "m009_term_docs", "m010_second_encoder_and_month_days",
         "m011_earlier_quotes", "m012_namespaces", "m013_english_keys",
-        "m014_english_word_parts", "m015_latent_terms"]
+        "m014_english_word_parts", "m015_latent_terms", "m016_archived_ids"]
     db.close()
 
 

@@ -190,6 +190,14 @@ def m015_latent_terms(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX memory_latents_id ON memory_latents(namespace, id)")
 
 
+@migration
+def m016_archived_ids(db: sqlite3.Connection) -> None:
+    """A namespace's archived ids read from an index alone (SqlStore.latent_search leaves them out by id; a
+    row of memories holds its vectors and is slow to visit). Same prefix as the index it replaces."""
+    db.execute("DROP INDEX memories_namespace")
+    db.execute("CREATE INDEX memories_namespace ON memories(namespace, archived, id)")
+
+
 def _reindex_keywords(db: sqlite3.Connection) -> None:
     """Every memory's keyword columns made again from its text, and the term counts with them (a memory
     whose terms did not change is not rewritten)."""

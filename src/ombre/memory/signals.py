@@ -28,7 +28,7 @@ E5_MIN_TOKENS = 24  # short of time, e5 reads fewer tokens of each form, never f
 # hook set showed more gold than USE alone, at 16 two showed less)
 E5_TOKEN_STEP = 8
 LATENT = "latent"  # the signal of the latent terms (_latent_ranking); it ranks, it has no cosine
-LATENT_SEARCH_MS = 30.0  # what summing a question's latent postings costs (bench: p50 25 ms at 10k, bounded)
+LATENT_SEARCH_MS = 15.0  # what summing a question's latent postings costs (p50 ~11 ms at 10k English memories, bounded)
 # A memory's gap: its cosine over the store's GAP_RANK-th best for the same form. The lift measures it
 # against the whole store, where most memories are about something else; the gap against the few nearest,
 # which tells a memory that answers from one of many on the same topic (bench/inject_threshold.py: of 3, 5,
