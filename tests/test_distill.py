@@ -3,6 +3,7 @@ backend behind a fake that speaks OpenAI's wire format, and its failures."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import random
@@ -292,7 +293,8 @@ def test_the_examples_vote_keeps_what_the_cues_miss_and_never_a_question(tmp_pat
     from ombre.write import distill_rules
 
     rows = [{"text": t, "keep": True, "kind": "偏好"} for t in
-            ("学的是会计", "读的是计算机", "专业是法学", "我学护理的", "念的是土木", "读的英语专业", "学的临床医学")]
+            ("学的是会计", "读的是计算机", "专业是法学", "我学护理的", "念的是土木", "读的英语专业", "学的临床医学",
+             "读的是化学", "学的是金融", "我读历史的")]
     rows += [{"text": t, "keep": False, "kind": ""} for t in
              ("今天好热", "困死了", "哈哈哈哈", "吃饭了没", "下雨了", "好无聊啊", "刚到家")]
     path = tmp_path / "examples.jsonl"
@@ -310,10 +312,11 @@ def test_a_cancel_later_in_the_turn_takes_back_what_the_examples_proposed(tmp_pa
     rows = [{"text": t, "keep": True, "kind": "事件"} for t in ("周六那个同学聚会", "周日那个公司年会", "周五那个客户饭局")]
     rows += [{"text": t, "keep": False, "kind": ""} for t in ("今天好热", "困死了", "哈哈哈哈")]
     examples = distill_rules.Examples(USEEmbedder(), rows)
+    vote = functools.partial(rules_candidates, add_from=0.7)  # six examples: what is tested is the take-back
     told = [Turn("person", "周六那个甲方饭局 好多人", "u0")]
-    assert [c.quote for c in rules_candidates(told, examples)] == ["周六那个甲方饭局"]  # the vote proposes it
+    assert [c.quote for c in vote(told, examples)] == ["周六那个甲方饭局"]  # the vote proposes it
     called_off = [Turn("person", "周六那个甲方饭局 人家说不用我去了", "u0")]
-    assert rules_candidates(called_off, examples) == []
+    assert vote(called_off, examples) == []
 
 
 def test_an_english_contraction_is_not_read_as_a_question(tmp_path):
@@ -323,9 +326,10 @@ def test_an_english_contraction_is_not_read_as_a_question(tmp_path):
     rows = [{"text": t, "keep": True, "kind": "偏好"} for t in ("can't eat peanuts", "cannot eat shrimp", "can't have dairy")]
     rows += [{"text": t, "keep": False, "kind": ""} for t in ("so tired today", "lol", "just got home")]
     examples = distill_rules.Examples(USEEmbedder(), rows)
-    told = rules_candidates([Turn("person", "can't eat shellfish", "u0")], examples)
+    vote = functools.partial(rules_candidates, add_from=0.7)  # six examples: what is tested is the question
+    told = vote([Turn("person", "can't eat shellfish", "u0")], examples)
     assert [c.quote for c in told] == ["can't eat shellfish"]
-    assert rules_candidates([Turn("person", "can you eat shellfish", "u0")], examples) == []
+    assert vote([Turn("person", "can you eat shellfish", "u0")], examples) == []
 
 
 # -- the first session after install is read from its start -------------------------------
