@@ -191,9 +191,11 @@ def _matching(rows: list[Said], pattern: re.Pattern, limit: int, questions: bool
 
 
 def _keywords(rows: list[Said]) -> list[str]:
+    # read newest first: of words said as often, the ones the chat ended on are the topic (a chat that
+    # moved on from an allergy to a run tonight is about the run)
     counts = Counter(
         w
-        for r in rows
+        for r in reversed(rows)
         for w in words(r.text)
         if len(w) >= 2 and w not in COMMON and w not in STOP and not w.isdigit() and not (w.isascii() and len(w) < 3)
     )
