@@ -26,7 +26,11 @@ use: both encoders (the hook), the first card alone, e5 alone (a memory without 
 alone as the fast path runs it: precision (shown cards that are gold), gold shown (gold memories shown, of
 those the prompts have), and cards per related, unrelated and own turn.
 
-    python bench/inject_threshold.py [--tune] [--rows FILE]
+`--small` asks the same kinds of prompt of stores of 5 to 16 memories (a new user's first weeks): each
+related prompt's gold with others of its store, each unrelated one's store cut likewise; it reports the
+gates in use there beside the gates for a store too small to stand out (sims and agreement alone).
+
+    python bench/inject_threshold.py [--tune] [--rows FILE] [--small]
 """
 from __future__ import annotations
 
@@ -46,7 +50,7 @@ from recall_eval import CACHE, NOW, Cached, build_stores
 
 from ombre.memory.breath import BreathRequest, breath
 from ombre.memory.embed import E5Embedder, USEEmbedder
-from ombre.memory.fusion import E5_ONLY, E5_USE, GATES, USE_ONLY, Gate, gate_features
+from ombre.memory.fusion import E5_ONLY, E5_USE, GATES, USE_ONLY, Gate, gate_features, gate_key
 from ombre.memory.signals import E5_MIN_TOKENS, E5_TOKENS
 
 TARGET = 0.28  # cards per unrelated prompt chosen for on dev (the issue's bound is 0.3: room for new data)
@@ -219,12 +223,74 @@ def table(rows: list[dict], split: str, title: str) -> None:
                   f"{m['unrelated']:>16.3f}{m['own']:>15.3f}")
 
 
+SMALL_SIZES = (5, 8, 12, 16)
+
+
+def small_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, split: str, per_set: int = 120) -> None:
+    """The gates on stores of a few memories (SMALL_SIZES): up to `per_set` related and as many unrelated
+    prompts a set, each against a store cut to a size drawn at random (the related prompt's gold kept)."""
+    rng = random.Random(29)
+    chosen: list[evalsets.Case] = []
+    prompts = [c for c in cases(sets) if c.split == split]
+    for name in SETS:
+        related = [c for c in prompts if c.set == name and c.gold]
+        unrelated = [c for c in prompts
+                     if c.set == name and not c.gold and (c.kind == "unrelated" or name == "companion")]
+        chosen += rng.sample(related, min(per_set, len(related))) + rng.sample(unrelated, min(per_set, len(unrelated)))
+    small = (frozenset(("e5", "use")), False)
+    tally: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    for c in chosen:
+        items = sets[c.set].stores[c.store]
+        others = [it for it in items if it[0] not in c.gold]
+        pick = [it for it in items if it[0] in c.gold]
+        pick += rng.sample(others, max(0, min(len(others), rng.choice(SMALL_SIZES) - len(pick))))
+        store = build_stores({c.set: evalsets.EvalSet(c.set, {c.store: pick}, [])}, encoders, {c.store})[c.store]
+        r = breath(store, BreathRequest(query=c.query, context=c.context or None, max_results=5, max_tokens=100_000),
+                   encoders=encoders, now=NOW, touch=False)
+        store.close()
+        for label, small_only in (("in use", False), ("too small to stand out", True)):
+            shown = []
+            for card in r.cards:
+                gate, features = GATES[gate_key(card.why)], gate_features(card.why)
+                if small_only:  # as if the store were under LIFT_FROM: its cosines and agreement alone
+                    gate = GATES[small]
+                    features = {k: v for k, v in features.items() if k.startswith("sim:") or k == "firsts"}
+                if gate.passes(features, card.lead):
+                    shown.append(card.id in c.gold)
+            t = tally[label, c.set]
+            if c.gold:
+                t[0] += len(c.gold)
+                t[1] += sum(shown)
+            else:
+                t[2] += 1
+                t[3] += len(shown)
+    print(f"\n{split} split, stores of {'/'.join(map(str, SMALL_SIZES))} memories "
+          f"(up to {per_set} related and {per_set} unrelated prompts a set)")
+    print(f"{'gates':<24}" + "".join(f"{name:>22}" for name in SETS) + f"{'mean gold':>11}")
+    print(f"{'':<24}" + f"{'gold / unrelated':>22}" * len(SETS))
+    for label in ("in use", "too small to stand out"):
+        cells = [tally[label, name] for name in SETS]
+        gold = [t[1] / t[0] if t[0] else float("nan") for t in cells]
+        print(f"{label:<24}" + "".join(f"{g:>14.3f} / {t[3] / t[2] if t[2] else float('nan'):.3f}"
+                                       for g, t in zip(gold, cells)) + f"{np.nanmean(gold):>11.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tune", action="store_true", help="choose the gates on dev, then report test")
     ap.add_argument("--rows", type=Path, default=None, help="reuse (or write) the collected cards here")
+    ap.add_argument("--small", action="store_true", help="the gates on stores of a few memories, dev and test")
     args = ap.parse_args()
     started = time.perf_counter()
+    if args.small:
+        sets = evalsets.load(SETS)
+        memo = pickle.loads(CACHE.read_bytes()) if CACHE.exists() else {}
+        encoders = {"e5": Cached(E5Embedder(), memo), "use": Cached(USEEmbedder(), memo)}
+        for split in ("dev", "test"):
+            small_stores(sets, encoders, split)
+        CACHE.write_bytes(pickle.dumps(memo))
+        print(f"\n({time.perf_counter() - started:.0f} s)")
+        return
     if args.rows and args.rows.exists():
         rows = pickle.loads(args.rows.read_bytes())
     else:
