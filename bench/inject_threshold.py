@@ -237,7 +237,6 @@ def small_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, split: str, 
         unrelated = [c for c in prompts
                      if c.set == name and not c.gold and (c.kind == "unrelated" or name == "companion")]
         chosen += rng.sample(related, min(per_set, len(related))) + rng.sample(unrelated, min(per_set, len(unrelated)))
-    small = (frozenset(("e5", "use")), False)
     tally: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     for c in chosen:
         items = sets[c.set].stores[c.store]
@@ -253,7 +252,7 @@ def small_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, split: str, 
             for card in r.cards:
                 gate, features = GATES[gate_key(card.why)], gate_features(card.why)
                 if small_only:  # as if the store were under LIFT_FROM: its cosines and agreement alone
-                    gate = GATES[small]
+                    gate = GATES[E5_USE, False]
                     features = {k: v for k, v in features.items() if k.startswith("sim:") or k == "firsts"}
                 if gate.passes(features, card.lead):
                     shown.append(card.id in c.gold)
@@ -275,6 +274,12 @@ def small_stores(sets: dict[str, evalsets.EvalSet], encoders: dict, split: str, 
                                        for g, t in zip(gold, cells)) + f"{np.nanmean(gold):>11.3f}")
 
 
+def load() -> tuple[dict[str, evalsets.EvalSet], dict, dict]:
+    """The sets, recall_eval's vector cache, and both encoders remembering through it."""
+    memo = pickle.loads(CACHE.read_bytes()) if CACHE.exists() else {}
+    return evalsets.load(SETS), memo, {"e5": Cached(E5Embedder(), memo), "use": Cached(USEEmbedder(), memo)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tune", action="store_true", help="choose the gates on dev, then report test")
@@ -283,9 +288,7 @@ def main() -> None:
     args = ap.parse_args()
     started = time.perf_counter()
     if args.small:
-        sets = evalsets.load(SETS)
-        memo = pickle.loads(CACHE.read_bytes()) if CACHE.exists() else {}
-        encoders = {"e5": Cached(E5Embedder(), memo), "use": Cached(USEEmbedder(), memo)}
+        sets, memo, encoders = load()
         for split in ("dev", "test"):
             small_stores(sets, encoders, split)
         CACHE.write_bytes(pickle.dumps(memo))
@@ -294,9 +297,7 @@ def main() -> None:
     if args.rows and args.rows.exists():
         rows = pickle.loads(args.rows.read_bytes())
     else:
-        sets = evalsets.load(SETS)
-        memo = pickle.loads(CACHE.read_bytes()) if CACHE.exists() else {}
-        encoders = {"e5": Cached(E5Embedder(), memo), "use": Cached(USEEmbedder(), memo)}
+        sets, memo, encoders = load()
         todo = cases(sets)
         stores = build_stores(sets, encoders, {c.store for c in todo})
         rows = collect(todo, stores, encoders)
