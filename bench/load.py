@@ -11,10 +11,13 @@ of a new message). Each call goes to a namespace drawn at
 random, the 100k one one time in ten. Reported: p50/p95/p99 per call kind and namespace size, errors (any
 status but 200), the service's RSS at start (every namespace opened once) and end, and the connections the database has open.
 
-    python bench/load.py [--seconds 300] [--clients 20] [--interval 5] [--db postgresql://…]
+    python bench/load.py [--seconds 300] [--clients 20] [--interval 5] [--db postgresql://… | --keep DIR]
 
 Without --db a PostgreSQL server is started by the pgserver package in a temporary folder and filled first
-(about ten minutes); --db reuses a database this script filled before (its tokens are made again).
+(ten to thirty minutes); --keep DIR starts it in DIR instead and fills it only the first time, so a second
+run starts at once; --db reuses a database this script filled before (its tokens are made again). The RSS
+is sampled every minute of the run: the malloc arenas of the server's threads grow for the first minutes,
+so a rise from the start says less than whether the last samples still climb.
 """
 from __future__ import annotations
 
@@ -90,6 +93,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--interval", type=float, default=5.0)
     ap.add_argument("--db", default=None)
+    ap.add_argument("--keep", type=Path, default=None, help="the PostgreSQL folder to fill once and reuse")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         pg = None
@@ -97,9 +101,14 @@ def main() -> None:
         if url is None:
             import pgserver
 
-            pg = pgserver.get_server(Path(tmp) / "pg", cleanup_mode="stop")
+            folder = args.keep or Path(tmp) / "pg"
+            filled = (folder / "filled").exists()
+            pg = pgserver.get_server(folder, cleanup_mode="stop")
             url = pg.get_uri()
-            fill(url)
+            if not filled:
+                fill(url)
+                if args.keep:
+                    (folder / "filled").touch()
         keys = tokens(url)
         messages, _ = breath_latency.corpus()
         chats = evalsets.dialogue().cases
@@ -149,9 +158,11 @@ def main() -> None:
             threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
             for t in threads:
                 t.start()
-            peak = 0
+            peak, samples, started = 0, [], time.monotonic()
             while any(t.is_alive() for t in threads):
                 peak = max(peak, connections(url))
+                if time.monotonic() - started >= 60 * (len(samples) + 1):
+                    samples.append(rss_mb(server.proc.pid))
                 time.sleep(5)
             rss_end = rss_mb(server.proc.pid)
             pool = httpx.get(server.url + "/health", timeout=30).json().get("pool", {})
@@ -167,10 +178,11 @@ def main() -> None:
             print(f"{kind:<8}{size:>10}{len(t):>7}{statistics.median(t):>9.1f}{t[int(0.95 * (len(t) - 1))]:>9.1f}"
                   f"{t[int(0.99 * (len(t) - 1))]:>9.1f}")
         print(f"errors {len(errors)}" + "".join(f"\n  {e}" for e in errors[:5]))
-        print(f"service RSS {rss_start:.0f} MB at start, {rss_end:.0f} MB at end")
+        print(f"service RSS {rss_start:.0f} MB at start, {rss_end:.0f} MB at end; each minute: "
+              + " ".join(f"{mb:.0f}" for mb in samples))
         print(f"database connections: at most {peak} open during the run; the pool at the end: {pool}")
         if pg is not None:
-            pg.cleanup()
+            pg.cleanup()  # "stop": a --keep folder keeps its data
 
 
 if __name__ == "__main__":
