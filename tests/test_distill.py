@@ -477,3 +477,25 @@ def test_the_per_run_cap_never_drops_an_agreement():
     # three binding ones and the allergy (what must never be got wrong) whatever the cap; the plan is left out
     assert [kept[q] for q in ("以后每天晚上十点提醒我吃药", "以后别叫我全名")] == ["承诺", "规则"]
     assert "我对花生过敏" in kept and "我下个月五号去体检" not in kept and len(kept) == 4
+
+
+def test_a_run_over_two_segments_has_room_for_both():
+    """A run is due every five of the person's turns and keeps up to three of them; a run forced (or idle-
+    started) over ten reads two segments' worth, and its ordinary news is not left out for good behind
+    three promises (the product check lost a wedding this way)."""
+    from ombre.write.distill_rules import room
+
+    promises = [("person", "以后每天晚上十点提醒我吃药"), ("assistant", "好的"),
+                ("person", "我决定了，从今天开始每天跑步，你要监督我"), ("assistant", "好"),
+                ("person", "以后别叫我全名"), ("assistant", "好的")]
+    news = [("person", "我妹妹下个月十八号结婚"), ("assistant", "恭喜"),
+            ("person", "我下个月五号去体检"), ("assistant", "好")]
+    chat = [("person", "今天好冷啊"), ("assistant", "多穿点"), ("person", "嗯嗯"), ("assistant", "嗯"),
+            ("person", "你在干嘛"), ("assistant", "陪你呀"), ("person", "哈哈好的"), ("assistant", "嘿嘿"),
+            ("person", "晚安啦")]
+    kept = [quote for _, quote in _kept(promises + news + chat)]
+    assert room(10) == 6 and len(kept) == 5
+    assert {"我妹妹下个月十八号结婚", "我下个月五号去体检"} <= set(kept)
+    # one segment's worth: the promises take it, as before
+    assert room(5) == room(9) == 3
+    assert not {"我妹妹下个月十八号结婚", "我下个月五号去体检"} & {q for _, q in _kept(promises + news)}

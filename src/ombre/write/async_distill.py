@@ -32,12 +32,12 @@ from . import distill_rules
 from .llm import JsonModel, ModelError, OverBudget, ledger
 
 DISTILL_LOG_MAX_BYTES = 2_000_000
-TURNS_TRIGGER = 5
+TURNS_TRIGGER = distill_rules.SEGMENT_TURNS
 IDLE_TRIGGER_S = 600
 WARMUP_TURNS = 10
 KINDS = ("承诺", "约定", "规则", "事件", "偏好", "关系", "感受")  # what a model's candidate may be; else 事件
 SYSTEM = (
-    "你从一段陪伴对话里挑出值得长期记住的事，最多 3 条，可以是 0 条。只看「对方」说的话，绝不把「我」（助手）"
+    "你从一段陪伴对话里挑出值得长期记住的事，最多 %d 条，可以是 0 条。只看「对方」说的话，绝不把「我」（助手）"
     '说的话当成对方的事实。只输出 JSON：{"candidates": [{"type": "承诺|约定|规则|事件|偏好|关系|感受", '
     '"content": "一句话概括", "quote": "对方的原话，一字不改，最多两句", "importance": 1-10}]}。'
     "闲聊、一时的情绪、寒暄不要记。"
@@ -149,7 +149,8 @@ def rules_candidates(
 
 def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
     lines = [f"{'对方' if t.who == 'person' else '我'}：{t.text}" for t in turns]
-    answer = model.ask(SYSTEM, "\n".join(lines), purpose="distill")
+    limit = distill_rules.room(sum(t.who == "person" for t in turns))
+    answer = model.ask(SYSTEM % limit, "\n".join(lines), purpose="distill")
     raw = answer.get("candidates")
     if not isinstance(raw, list):
         raise ModelError("the answer has no candidates list")
@@ -168,7 +169,7 @@ def model_candidates(model: JsonModel, turns: list[Turn]) -> list[Candidate]:
         out.append(
             Candidate(kind, str(item.get("content") or quote)[:200], quote, importance, source.uuid, source.when)
         )
-    return distill_rules.capped(out, lambda c: c.type, lambda c: c.importance)
+    return distill_rules.capped(out, lambda c: c.type, lambda c: c.importance, limit)
 
 
 def read_turns(path: Path) -> tuple[str, list[Turn]]:

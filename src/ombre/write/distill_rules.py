@@ -53,25 +53,35 @@ NEIGHBOURS = 7
 # F1) 0.888 / 0.876 / 20; 0.8 0.913 / 0.843 / 16; 0.9 0.922 / 0.824 / 12.
 ADD_FROM = 0.9
 
-# At most this many candidates a run, the most binding first; agreements, promises, rules and what must
-# never be got wrong (an allergy, a fear: importance 7 and up) are never left out for it (a run with more
-# keeps them all).
+# At most MAX_CANDIDATES candidates for each SEGMENT_TURNS of the person's turns a run reads (the seed's
+# 近段 0–3 候选: a run is due every five turns; one forced or idle-started over ten reads two segments, and
+# a cap of three for both left its ordinary news out for good behind three promises), the most binding
+# first; agreements, promises, rules and what must never be got wrong (an allergy, a fear: importance 7
+# and up) are never left out for it (a run with more keeps them all).
 MAX_CANDIDATES = 3
+SEGMENT_TURNS = 5
 BINDING = frozenset({"承诺", "约定", "规则"})
+
+
+def room(person_turns: int) -> int:
+    """How many candidates a run over this many of the person's turns may keep (binding ones aside)."""
+    return MAX_CANDIDATES * max(1, person_turns // SEGMENT_TURNS)
 
 
 _Item = TypeVar("_Item")
 
 
-def capped(items: list[_Item], kind: Callable[[_Item], str], importance: Callable[[_Item], int]) -> list[_Item]:
-    """`items` (most binding first) within MAX_CANDIDATES, every binding or grave one kept whatever the cap."""
+def capped(
+    items: list[_Item], kind: Callable[[_Item], str], importance: Callable[[_Item], int], limit: int = MAX_CANDIDATES
+) -> list[_Item]:
+    """`items` (most binding first) within `limit` (room()), every binding or grave one kept whatever the cap."""
 
     def kept(x: _Item) -> bool:
         return kind(x) in BINDING or importance(x) >= 7
 
     rest = [x for x in items if not kept(x)]
-    room = max(0, MAX_CANDIDATES - (len(items) - len(rest)))
-    return [x for x in items if kept(x) or x in rest[:room]]
+    left = max(0, limit - (len(items) - len(rest)))
+    return [x for x in items if kept(x) or x in rest[:left]]
 
 
 # A clause ends at Chinese or Western punctuation, a line break, a tilde, an emoji, or a space between
@@ -611,7 +621,7 @@ def candidates(
     explain: list[dict] | None = None,
 ) -> list[tuple[Kept, str, int]]:
     """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
-    binding first, within MAX_CANDIDATES (capped). A plan called off later in the snippet goes with its cancel, a
+    binding first, within the run's cap (room, capped). A plan called off later in the snippet goes with its cancel, a
     fact corrected later goes with its correction. A turn in `answers` replies to the assistant's question
     about what the person's turn before it asked for or planned ("满月是哪天呀" → "下个月12号"): a time
     it gives is kept as part of that. With `examples`, the nearest labelled clauses have a say (see the
@@ -731,10 +741,11 @@ def candidates(
             found.append(best_vote[1])
             read(n, best_vote[1][1], best_vote[1][0].kind, best_vote[1][0].cue)
     found.sort(key=lambda f: (f[0].rank, -f[2]))
-    kept_ = capped(found, lambda f: f[0].kind, lambda f: f[0].importance)
+    limit = room(len(person_turns))
+    kept_ = capped(found, lambda f: f[0].kind, lambda f: f[0].importance, limit)
     for f in found:
         if f not in kept_:
-            log[f[2], f[1]]["left_out"] = "over the per-run cap (MAX_CANDIDATES)"
+            log[f[2], f[1]]["left_out"] = f"over the run's cap ({limit} for {len(person_turns)} turns)"
     if explain is not None:
         explain.extend(log.values())
     return kept_
