@@ -471,7 +471,7 @@ def test_a_latest_message_as_long_as_e5s_cut_is_embedded_once(svc, embedder):
     """Its recent form is the same text (the last 64 tokens are its own): embedded once, counted once in
     the deadline's estimate, and both forms' rankings are kept."""
     from ombre.memory.query import Query
-    from ombre.memory.signals import E5_TOKENS, _plan, signals_for
+    from ombre.memory.signals import E5_TOKENS, LATEST_FILLS, _plan, signals_for
 
     class Counting:  # the real e5, counting the texts it is asked to embed
         spec = embedder.spec
@@ -494,6 +494,15 @@ def test_a_latest_message_as_long_as_e5s_cut_is_embedded_once(svc, embedder):
     e5 = Counting()
     sig = signals_for(svc.store, query, encoders={"e5": e5})
     assert len(e5.texts) == 1 and sig.rankings["e5:latest"] == sig.rankings["e5:recent"]
+
+    # Half the cut is enough: the recent form would add only a few tokens of the turns before it
+    half = "我跟你说，今天下班路上一直在想周末要不要回老家看我妈，她最近总说腰疼，又不肯去医院检查"
+    assert LATEST_FILLS * E5_TOKENS <= embedder.tokens(half) < E5_TOKENS
+    plan = _plan(Query.build(half, ["我妈最近老是催我跟她视频"]), {"e5": Counting()}, None, E5_TOKENS)["e5"]
+    assert plan["latest"] == plan["recent"] == half
+    # a fragment is still read with the turns before it
+    plan = _plan(Query.build("那周三呢？", ["我妈最近老是催我跟她视频"]), {"e5": Counting()}, None, E5_TOKENS)["e5"]
+    assert plan["recent"] == "我妈最近老是催我跟她视频\n那周三呢？" and plan["latest"] == "那周三呢？"
 
 
 def test_pace_plans_with_the_slow_end_of_what_this_machine_measured(monkeypatch):

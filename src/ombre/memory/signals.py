@@ -27,6 +27,13 @@ E5_TOKENS = 64
 E5_MIN_TOKENS = 24  # short of time, e5 reads fewer tokens of each form, never fewer than this (dev: at 24 every
 # hook set showed more gold than USE alone, at 16 two showed less)
 E5_TOKEN_STEP = 8
+# When the latest words fill this share of e5's full cut (E5_TOKENS), the recent form (the turns before, then
+# the latest words, cut to the same budget) would add only the cut's few first tokens: its ranking is the latest
+# form's, and e5 reads one text, not two (a chat's slowest recalls are these: 128 tokens in place of 64). On
+# the dev splits (bench/recall_eval.py) 0.5 changed 156 of the dialogue set's 1,503 plans and no R@1 or R@5 of
+# any set; 0.375 cost the dialogue set 0.001 at R@5, 0.25 0.005. Short of time, a shorter cut does not make
+# more such: a latest message of 12 tokens keeps its turns before it in a cut of 24.
+LATEST_FILLS = 0.5
 LATENT = "latent"  # the signal of the latent terms (_latent_ranking); it ranks, it has no cosine
 LATENT_SEARCH_MS = 15.0  # what summing a question's latent postings costs (p50 ~11 ms at 10k English memories, bounded)
 # A memory's gap: its cosine over the store's GAP_RANK-th best for the same form. The lift measures it
@@ -99,6 +106,8 @@ def _plan(
         # Short of time is when the tokenizer's calls cost most: a cut is skipped where even its least cost
         # (one text, as long as the longest form's cut) would not fit, and each cut is taken from the last
         cuts = {name: (text, count(text)) for name, text in forms.items()}
+        if "recent" in cuts and cuts["latest"][1] >= LATEST_FILLS * E5_TOKENS:
+            cuts["recent"] = cuts["latest"]  # the turns before would add only the cut's first few tokens
         for limit in range(e5_tokens, E5_MIN_TOKENS - 1, -E5_TOKEN_STEP):
             if not _fits(encoder, key, max(min(n, limit) for _, n in cuts.values()), deadline):
                 continue
