@@ -115,6 +115,7 @@ def main() -> None:
         server = Server(Path(tmp), env={"OMBRE_DB": url, "OMBRE_PG_POOL_MAX": "20"})
         times: dict[tuple[str, str], list[float]] = {}
         errors: list[str] = []
+        hooks: list[bool] = []  # per hook call: did e5 fit its deadline
         lock = threading.Lock()
         try:
             with httpx.Client(timeout=60) as warm:  # every namespace opened once: RSS at start counts them
@@ -147,6 +148,9 @@ def main() -> None:
                         try:
                             r = http.post(server.url + path, json=body, headers=headers)
                             failed = None if r.status_code == 200 else f"{kind} {r.status_code}: {r.text[:200]}"
+                            if kind == "hook" and failed is None:
+                                with lock:
+                                    hooks.append("e5" in r.json().get("encoders", []))
                         except httpx.HTTPError as exc:
                             failed = f"{kind}: {exc!r}"
                         took = (time.perf_counter() - started) * 1000
@@ -177,6 +181,8 @@ def main() -> None:
             t.sort()
             print(f"{kind:<8}{size:>10}{len(t):>7}{statistics.median(t):>9.1f}{t[int(0.95 * (len(t) - 1))]:>9.1f}"
                   f"{t[int(0.99 * (len(t) - 1))]:>9.1f}")
+        if hooks:
+            print(f"hook calls that e5 fitted (the rest USE alone): {sum(hooks) / len(hooks):.0%}")
         print(f"errors {len(errors)}" + "".join(f"\n  {e}" for e in errors[:5]))
         print(f"service RSS {rss_start:.0f} MB at start, {rss_end:.0f} MB at end; each minute: "
               + " ".join(f"{mb:.0f}" for mb in samples))

@@ -88,7 +88,7 @@ class Cached:
     def tokens(self, text: str) -> int:
         return self.inner.tokens(text)
 
-    def latents(self, texts: list[str], terms: int = LATENT_TERMS, urgent: bool = False) -> list:
+    def latents(self, texts: list[str], terms: int = LATENT_TERMS) -> list:
         if not hasattr(self.inner, "latents"):
             raise AttributeError("latents")
         todo = [t for t in dict.fromkeys(texts) if ("l", terms, t) not in self.memo]

@@ -526,67 +526,6 @@ def test_pace_plans_with_the_slow_end_of_what_this_machine_measured(monkeypatch)
     assert pace.factor == 1.0  # nothing recent: the estimate again
 
 
-def test_the_e5_model_runs_on_one_thread_whichever_thread_asks(embedder):
-    """A server answers on many threads, and libgomp gives each thread that calls the model a team of worker
-    threads of its own; past the cores they sleep between steps and every query slows by a third. Queries
-    from six threads at once add at most the model's own thread and its team, not a team per caller."""
-    import os
-    import threading
-
-    def threads() -> int:
-        return len(os.listdir("/proc/self/task"))
-
-    embedder.query("预热")
-    callers, before = 6, threads()
-    asked, answered, release = threading.Barrier(callers + 1), threading.Barrier(callers + 1), threading.Event()
-
-    def caller(i: int) -> None:
-        asked.wait()
-        embedder.query(f"她在准备第{i}场考试")
-        answered.wait()
-        release.wait()
-
-    pool = [threading.Thread(target=caller, args=(i,)) for i in range(callers)]
-    for t in pool:
-        t.start()
-    asked.wait()
-    answered.wait()
-    added = threads() - before - callers
-    release.set()
-    for t in pool:
-        t.join()
-    assert added <= 1 + (os.cpu_count() or 1) // 2
-
-
-def test_the_model_thread_answers_queries_before_waiting_passages():
-    """A query waits for at most the call already running, never for a backlog of passages (embed_pending)."""
-    import threading
-
-    from ombre.memory.embed import ModelThread
-
-    thread, order, gate = ModelThread("test-model"), [], threading.Event()
-    running = threading.Thread(target=thread.call, args=(gate.wait,))  # holds the thread
-    running.start()
-    backlog = [
-        threading.Thread(target=thread.call, args=(order.append, f"p{i}"), kwargs={"urgent": False}) for i in range(3)
-    ]
-    for t in backlog:
-        t.start()
-    while thread._calls.qsize() < 3:
-        pass
-    asking = threading.Thread(target=thread.call, args=(order.append, "query"))
-    asking.start()
-    while thread._calls.qsize() < 4:
-        pass
-    gate.set()
-    for t in [running, asking, *backlog]:
-        t.join()
-    assert order[0] == "query" and sorted(order[1:]) == ["p0", "p1", "p2"]
-    with pytest.raises(ZeroDivisionError):  # the caller gets the model's error, the thread goes on
-        thread.call(lambda: 1 / 0)
-    assert thread.call(lambda: 42) == 42
-
-
 def test_english_memories_get_latent_terms_and_an_english_question_ranks_by_them(svc):
     """The e5 model's latent terms (its sparse head) are written with each English memory and read by an English
     question; a Chinese memory gets only its marker (no model pass) and a Chinese question no latent ranking."""

