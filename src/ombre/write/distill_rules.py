@@ -72,7 +72,7 @@ _Item = TypeVar("_Item")
 
 
 def capped(
-    items: list[_Item], kind: Callable[[_Item], str], importance: Callable[[_Item], int], limit: int = MAX_CANDIDATES
+    items: list[_Item], kind: Callable[[_Item], str], importance: Callable[[_Item], int], limit: int
 ) -> list[_Item]:
     """`items` (most binding first) within `limit` (room()), every binding or grave one kept whatever the cap."""
 
