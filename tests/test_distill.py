@@ -40,8 +40,9 @@ def test_rules_on_the_labelled_snippets():
     [("person", "你觉得我该辞职吗")],
     [("person", "下周六去看展吧"), ("assistant", "好呀！"), ("person", "算了，不去了，太累")],
     [("person", "我想报个瑜伽班"), ("assistant", "挺好的"), ("person", "看了下价格还是算了吧")],
-    # a choice made now is no food fact (the product check stored 「还是不喝了」 as a preference)
+    # a choice not to, made now, is no fact under any cue (the product check stored 「还是不喝了」 as a preference)
     [("person", "我想喝奶茶"), ("assistant", "喝一杯也不错"), ("person", "算了，还是不喝了，最近在控糖")],
+    [("person", "想了一晚上"), ("assistant", "嗯，我在听"), ("person", "我们还是不分手了")],
     [("person", "原定下周三的面试取消了")],
     [("assistant", "我答应你以后每天都跟你说早安，我记得你对芒果过敏"), ("person", "嗯嗯")],
     [("assistant", "你是不是不喜欢下雨天？"), ("person", "哈哈 可能吧")],

@@ -258,8 +258,9 @@ _ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上
 _CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了|打错了|写错了")
 # a new version of what was just agreed ("改成每天提醒我喝六杯吧", "算了还是叫我杰哥吧"): the old one goes
 _REPLACE = re.compile(r"^(?:改成|改到|改为|换成|算了还是|还是.{1,12}吧$)")
-# a choice made now, after all ("算了，还是不喝了"): what the person will not have this time, no food fact
-_CHOSEN_NOW = re.compile(r"^还是.{0,8}了$")
+# a choice not to, made now, after all ("算了，还是不喝了", "还是不分手了"): what the person will not do this time,
+# under any cue. Not what happened after all ("还是分手了": news), nor a decision from now on ("还是决定以后不喝了")
+_CHOSEN_NOW = re.compile(r"^(?:我|我们|咱们|那|那我)?还是不(?!.*(?:决定|以后|今后|从|每|再也))[^，。]{0,8}了$")
 # what was just said is taken back as a joke ("签证都办好了（不是）", "哈哈 骗你的")
 _JOKE = re.compile(
     r"[(（]不是[)）]|逗你(?:玩)?的|骗你的|开玩笑的|开个玩笑|瞎说的|瞎扯的|吹牛的|我编的|(?i:\bjk\b|just kidding)"
@@ -383,7 +384,13 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         return Kept(kind, 7, 0, "a request or a rule said to the companion")
     if asked or _QUESTION_END.search(nxt) and not _TO_YOU.search(nxt) and len(nxt) <= 4:
         return None
-    if _HYPOTHETICAL.search(text) or _REPORTED.search(text) or _MARKER.match(text) or _SECRET_MARKER.match(text):
+    if (
+        _HYPOTHETICAL.search(text)
+        or _REPORTED.search(text)
+        or _MARKER.match(text)
+        or _SECRET_MARKER.match(text)
+        or _CHOSEN_NOW.match(text)
+    ):
         return None
     if (
         _NEAR.search(text)
@@ -416,7 +423,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         )
     ):
         return Kept("事件", 6, 2, "a life event")
-    if _FOOD.search(text) and not one_off and not _CHOSEN_NOW.match(text):
+    if _FOOD.search(text) and not one_off:
         return Kept(
             "偏好", 7 if re.search(r"过敏|不耐受|回民|清真|吃素", text) else 5, 3, "what the person eats or cannot"
         )
@@ -608,6 +615,7 @@ def why_not(clause: str) -> str:
         (_CANCEL, "called off"),
         (_CORRECTION, "a correction"),
         (_NEAR, "a passing state or a complaint, not a plan"),
+        (_CHOSEN_NOW, "a choice made this time, not a standing fact"),
     ):
         if pattern.search(text):
             return reason
