@@ -71,29 +71,31 @@ class _Remembered:
         return np.array([self.known[t] for t in texts])
 
 
-def cross_validate(dev, thresholds=(0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95), folds=5) -> None:
-    """The vote's threshold by grouped k-fold cross-validation on dev: each fold's snippets are distilled
-    with a vote over the other folds' clauses only, so no snippet votes for itself."""
+def cross_validate(dev, thresholds=(0.6, 0.7, 0.8, 0.85, 0.9), vetoes=(0.0, 0.15, 0.2, 0.3),
+                   folds=5) -> None:
+    """The vote's two thresholds (distill_rules.ADD_FROM, VETO_BELOW) by grouped k-fold cross-validation on
+    dev: each fold's snippets are distilled with a vote over the other folds' clauses only, so no snippet
+    votes for itself."""
     from ombre.memory.embed import USEEmbedder
 
     fold = lambda cid: hashlib.sha1(f"fold:{cid}".encode()).digest()[0] % folds  # noqa: E731
     rows, encoder = example_rows(dev), _Remembered(USEEmbedder())
+    voters = [distill_rules.Examples(encoder, [row for cid, row in rows if fold(cid) != k]) for k in range(folds)]
     print(f"grouped {folds}-fold cross-validation on dev ({len(dev)} snippets, {len(rows)} clauses)")
-    for threshold in (None, *thresholds):
+    for add_from, veto in [(None, 0.0)] + [(t, v) for t in thresholds for v in vetoes]:
         total, false = Score(), 0
         for k in range(folds):
-            examples = None if threshold is None else \
-                distill_rules.Examples(encoder, [row for cid, row in rows if fold(cid) != k])
-            s = score(lambda turns: rules_candidates(turns, examples, add_from=threshold),
+            examples = None if add_from is None else voters[k]
+            s = score(lambda turns: rules_candidates(turns, examples, add_from=add_from, veto_below=veto),
                       [c for c in dev if fold(c.id) == k])
             for name in ("produced", "right", "expected", "captured"):
                 setattr(total, name, getattr(total, name) + getattr(s, name))
             nothing = {c.id for c in dev if fold(c.id) == k and not c.expect}
             false += sum(1 for cid, _ in s.wrong if cid in nothing)
         f1 = 2 * total.precision * total.recall / (total.precision + total.recall)
-        print(f"  {'cues alone' if threshold is None else f'vote from {threshold}':<14} precision "
-              f"{total.precision:.3f}  recall {total.recall:.3f}  F1 {f1:.3f}  false memories in the "
-              f"{sum(1 for c in dev if not c.expect)} snippets with nothing to keep {false}")
+        name = "cues alone" if add_from is None else f"add from {add_from}, veto below {veto}"
+        print(f"  {name:<32} precision {total.precision:.3f}  recall {total.recall:.3f}  F1 {f1:.3f}  false "
+              f"memories in the {sum(1 for c in dev if not c.expect)} snippets with nothing to keep {false}")
 
 
 def _by_set(cases) -> dict[str, list]:

@@ -322,6 +322,22 @@ def test_a_cancel_later_in_the_turn_takes_back_what_the_examples_proposed(tmp_pa
     assert vote(called_off, examples) == []
 
 
+def test_the_examples_veto_a_cue_word_in_a_joke_but_never_a_request(tmp_path):
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    rows = [{"text": t, "keep": False, "kind": ""} for t in
+            ("我对上班过敏", "我对早起过敏", "我对开会过敏", "我对周一过敏", "我对加班过敏", "我对数学过敏")]
+    rows += [{"text": t, "keep": True, "kind": "偏好"} for t in ("我对芒果过敏", "我花生过敏")]
+    examples = distill_rules.Examples(USEEmbedder(), rows)
+    joke = [Turn("person", "我对写周报过敏", "u0")]
+    assert [c.quote for c in rules_candidates(joke)] == ["我对写周报过敏"]  # the food cue alone keeps it
+    assert rules_candidates(joke, examples) == []
+    assert [c.quote for c in rules_candidates(joke, examples, veto_below=0.0)] == ["我对写周报过敏"]
+    request = [Turn("person", "以后别跟我提写周报", "u0")]  # binding: the examples never drop it
+    assert [c.quote for c in rules_candidates(request, examples)] == ["以后别跟我提写周报"]
+
+
 def test_an_english_contraction_is_not_read_as_a_question(tmp_path):
     from ombre.memory.embed import USEEmbedder
     from ombre.write import distill_rules

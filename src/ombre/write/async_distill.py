@@ -120,6 +120,7 @@ def rules_candidates(
     examples: distill_rules.Examples | None = None,
     add_from: float | None = None,
     explain: list[dict] | None = None,
+    veto_below: float | None = None,
 ) -> list[Candidate]:
     """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed; `explain`
     collects how each clause was read (distill_rules.candidates)."""
@@ -143,7 +144,9 @@ def rules_candidates(
     }
     return [
         Candidate(kept.kind, distill_rules.memory_text(clause), clause, kept.importance, turns[n].uuid, turns[n].when)
-        for kept, clause, n in distill_rules.candidates(person, examples, answers, add_from, accepted, explain)
+        for kept, clause, n in distill_rules.candidates(
+            person, examples, answers, add_from, accepted, explain, veto_below
+        )
     ]
 
 
