@@ -550,3 +550,19 @@ def test_an_older_store_gets_its_latent_terms_in_the_background(tmp_path, embedd
     later = open_service(settings, arbitrate=False, embedder=embedder)
     later.embed_pending(batch=2)
     assert later.store.latents_pending() == 0 and later.embedding["latent"] == {"todo": 5, "done": 5}
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "ACTIVE"), ("PASSIVE", "PASSIVE")])
+def test_e5_loads_with_openmp_waits_that_do_not_throttle_unless_the_person_chose_otherwise(preset, expected):
+    """A server's many threads each get an OpenMP team of e5's; libgomp's throttled waits made each query ~40 %
+    slower (embed.OPENMP). The setting must be in the environment when the model loads, and a person's wins."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if preset:
+        env["OMP_WAIT_POLICY"] = preset
+    code = ("import os; from ombre.memory.embed import E5Embedder; e = E5Embedder(); e.query('你好'); "
+            "print(os.environ['OMP_WAIT_POLICY'], os.environ['GOMP_SPINCOUNT'])")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [expected, "300000"]

