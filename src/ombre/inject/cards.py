@@ -152,6 +152,17 @@ def turn_block(
     prompt = (req.prompt or "").strip()
     if not prompt or is_command(prompt) or req.max_cards < 1 or req.max_tokens < 50:
         return Block()
+    # What the block needs whatever recall finds is read first, so that recall plans with the time left after
+    # it (under load these reads wait for the database like any other).
+    seen = _Seen(service, req.session_id)
+    handoff = None if req.window_has_handoff else _recent_handoff(service, now, service.settings.just_now_mins)
+    today = now.astimezone(SHANGHAI).date()
+    tomorrow = today + dt.timedelta(days=1)
+    due = [
+        (to_card(m, 1.0, {"due": day.isoformat()}), day)
+        for m, day in anniversary.due(service.store, [today, tomorrow])
+        if m.type != HANDOFF_TYPE
+    ]
     # touched below for what is shown: a card the gate drops was not recalled for the person
     result = service.breath(
         BreathRequest(query=prompt, context=req.context, max_results=req.max_cards, max_tokens=req.max_tokens),
@@ -161,9 +172,7 @@ def turn_block(
     )
     budget = _Budget(req.max_cards, req.max_tokens, HEADER + "\n" + FOOTER)
     sections: list[tuple[str, list[str]]] = []
-    seen = _Seen(service, req.session_id)
 
-    handoff = None if req.window_has_handoff else _recent_handoff(service, now, service.settings.just_now_mins)
     if handoff is not None and not seen.just_now(handoff.id):
         text = _clip(handoff.content, int(req.max_tokens * JUST_NOW_SHARE))
         cost = estimate_text(JUST_NOW_TITLE + "\n" + text)
@@ -172,13 +181,6 @@ def turn_block(
             sections.append((JUST_NOW_TITLE, [text]))
             seen.handoff = handoff.id
 
-    today = now.astimezone(SHANGHAI).date()
-    tomorrow = today + dt.timedelta(days=1)
-    due = [
-        (to_card(m, 1.0, {"due": day.isoformat()}), day)
-        for m, day in anniversary.due(service.store, [today, tomorrow])
-        if m.type != HANDOFF_TYPE
-    ]
     # a handoff reaches a window once, by the swap's own paths ("Just Now", the session start, the window's
     # first line): as a recalled card it would come back turn after turn, marked 未确认
     recalled = [c for c in result.cards if c.relevant and c.type != HANDOFF_TYPE]
