@@ -338,6 +338,33 @@ def test_the_examples_veto_a_cue_word_in_a_joke_but_never_a_request(tmp_path):
     assert [c.quote for c in rules_candidates(request, examples)] == ["以后别跟我提写周报"]
 
 
+def test_what_the_examples_add_is_never_a_promise_and_gives_way_to_what_a_cue_named(tmp_path):
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    rows = [{"text": t, "keep": True, "kind": "承诺"} for t in ("从今天开始控糖", "从明天开始戒奶茶", "以后不喝甜的了")]
+    rows += [{"text": t, "keep": True, "kind": "偏好"} for t in ("我在减肥", "我在戒糖")]
+    rows += [{"text": t, "keep": False, "kind": ""} for t in ("今天好热", "困死了", "哈哈哈哈")]
+    examples = distill_rules.Examples(USEEmbedder(), rows)
+    vote = functools.partial(rules_candidates, add_from=0.7)  # eight examples: what is tested is the kind
+    told = vote([Turn("person", "最近在控糖", "u0")], examples)
+    assert [(c.quote, c.type) for c in told] == [("最近在控糖", "偏好")]  # no promise: it would never decay
+
+    # over the cap, what a cue named stays and what the examples added goes
+    turns = [Turn("person", text, f"u{i}") for i, text in enumerate(
+        ["我姐姐下个月结婚", "我家猫叫年糕", "我是做前端的", "读的材料"])]
+    rows = [{"text": t, "keep": True, "kind": "偏好"} for t in ("学的是会计", "读的是计算机", "专业是法学", "念的是土木")]
+    rows += [{"text": t, "keep": False, "kind": ""} for t in ("今天好热", "困死了", "哈哈哈哈")]
+    kept = [c.quote for c in vote(turns, distill_rules.Examples(USEEmbedder(), rows))]
+    assert sorted(kept) == sorted(["我姐姐下个月结婚", "我家猫叫年糕", "我是做前端的"])  # four turns: room for three
+    assert [c.quote for c in vote(turns[3:], distill_rules.Examples(USEEmbedder(), rows))] == ["读的材料"]
+
+
+def test_english_life_events_are_kept_as_events():
+    told = rules_candidates([Turn("person", "My sister Carla is getting married in Bogotá next June", "u0")])
+    assert [(c.type, c.quote) for c in told] == [("事件", "My sister Carla is getting married in Bogotá next June")]
+
+
 def test_an_english_contraction_is_not_read_as_a_question(tmp_path):
     from ombre.memory.embed import USEEmbedder
     from ombre.write import distill_rules

@@ -194,7 +194,8 @@ _EVENT = re.compile(
     r"周年|二胎|三胎|预产期|满月|毕业|高考|中考|退休|入职|辞职|离职|失业|升职|考上|复查|复诊|化疗|"
     r"来.{0,6}看我|伴娘|伴郎|婚礼|葬礼|体检|生病|病了|骨折|生宝宝|周岁|乔迁|买房|买车|分手|复合|在一起|求婚|领证|"
     r"孩子出生|宝宝出生|去世|忌日|(?:" + _KIN + r")[^，。]{0,6}(?:走了|没了)|上幼儿园|上小学|开学|"
-    r"移民|大寿|嫁到|嫁给|娶了|离过|异地|(?i:\bsurgery\b|\bwedding\b|\bpregnant\b|\bpassed away\b)"
+    r"移民|大寿|嫁到|嫁给|娶了|离过|异地|(?i:\bsurgery\b|\bwedding\b|\bpregnant\b|\bpassed away\b|\bgetting married\b|"
+    r"\bgot married\b|\bgot engaged\b|\bdivorced?\b|\bfuneral\b|\bgraduat(?:ed|ing|ion)\b|\bgave birth\b|\bhad a baby\b)"
 )
 # A proposal of something the two will do (以后每周五晚上九点我们视频吧 / …好不好): an agreement once the other side
 # accepts it, though it is asked as a question.
@@ -477,7 +478,11 @@ class Examples:
             near = np.argsort(-row)[:NEIGHBOURS]
             weights = np.clip(row[near], 1e-6, None)
             share = float((weights * keep[near]).sum() / weights.sum())
-            kind = next((self.kinds[i] for i in near if self.keep[i] and self.kinds[i]), "事件")
+            # a promise, an agreement or a rule is kept for its cue words only: never decaying, a look-alike
+            # must not become one (「最近在控糖」 beside 「从今天开始控糖」 is news of the person, not a promise)
+            kind = next(
+                (self.kinds[i] for i in near if self.keep[i] and self.kinds[i] and self.kinds[i] not in BINDING), "事件"
+            )
             out.append((share, kind))
         return out
 
@@ -492,7 +497,9 @@ def _retract(found: list[tuple[Kept, str, int]], n: int, same_rank: int | None =
     return [f for f in found if not (f in hit and f[2] == turn)]
 
 
-_KIND_RANK = {"承诺": 0, "约定": 0, "规则": 0, "感受": 1, "事件": 2, "偏好": 3, "关系": 4}
+# What the examples add ranks after whatever the cues keep: when a run has more than its cap, a clause a cue
+# named goes first (the product check lost 「My sister Carla is getting married」 to 「I'm the maid of honour」)
+VOTED_RANK = 7
 
 
 def _hard_negative(clause: str) -> bool:
@@ -734,7 +741,7 @@ def candidates(
                     ):
                         best_vote = (
                             share,
-                            (Kept(kind, 6, _KIND_RANK.get(kind, 6), f"the examples' vote {share:.2f}"), typed, n),
+                            (Kept(kind, 6, VOTED_RANK, f"the examples' vote {share:.2f}"), typed, n),
                         )
                 continue
             if supposing and kept.rank != 0:
