@@ -45,9 +45,9 @@ import rjieba
 
 from ombre.clock import iso
 from ombre.memory import breath as breath_mod
-from ombre.memory.breath import Adjust, BreathRequest
+from ombre.memory.breath import MIN_LOADED, Adjust, BreathRequest
 from ombre.memory.embed import LATENT_TERMS, E5Embedder, USEEmbedder, tail
-from ombre.memory.fusion import FUSION, Fusion, fuse
+from ombre.memory.fusion import FUSION, Fusion, fuse, settle
 from ombre.memory.model import Memory
 from ombre.memory.query import Query
 from ombre.memory.segment import document
@@ -178,6 +178,7 @@ def gather(sets, stores, encoders, jieba_stores) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for name, es in sets.items():
         rows = []
+        contents = {key: dict(items) for key, items in es.stores.items()}
         for c in es.cases:
             if c.store not in stores:
                 continue
@@ -192,7 +193,8 @@ def gather(sets, stores, encoders, jieba_stores) -> dict[str, list[dict]]:
             rank["jieba"] = [mid for mid, _ in jieba_stores[c.store].keyword_search(jieba_words(c.query), 100)]
             sims = index.matrix @ encoders["e5"].query(c.query)
             rank["e5 whole"] = [index.ids[i] for i in np.argsort(-sims)[:100]]
-            rows.append({"case": c, "signals": sig, "rank": rank})
+            rows.append({"case": c, "signals": sig, "rank": rank, "contents": contents[c.store],
+                         "latest": query.latest})
         out[name] = rows
     return out
 
@@ -214,9 +216,14 @@ def score(rows: list[dict], order_of) -> tuple[float, float]:
 
 
 def fused_order(fusion: Fusion):
+    """The order breath gives before its adjustments: fused, then the best MIN_LOADED (the memories breath
+    reads at least) settled by their own words (fusion.settle)."""
     def order(row: dict) -> list[str]:
         scores = fuse(row["signals"], fusion)
-        return sorted(scores, key=lambda m: -scores[m])
+        ranked = sorted(scores, key=lambda m: -scores[m])
+        read = ranked[:MIN_LOADED]
+        factors, head = settle(ranked, {m: row["contents"][m] for m in read}, row["latest"], fusion)
+        return sorted(read, key=lambda m: (m != head, -scores[m] * factors[m])) + ranked[MIN_LOADED:]
     return order
 
 

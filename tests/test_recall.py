@@ -19,7 +19,19 @@ from ombre.app import open_service
 from ombre.inject.gateway import conversation_key, earlier_turns
 from ombre.memory.breath import NOTHING, BreathRequest
 from ombre.memory.embed import USEEmbedder
-from ombre.memory.fusion import E5_USE, FUSION, GATES, USE_ONLY, Gate, fuse, gate_features, is_relevant
+from ombre.memory.fusion import (
+    E5_USE,
+    FUSION,
+    GATES,
+    USE_ONLY,
+    Gate,
+    form_factor,
+    fuse,
+    gate_features,
+    is_relevant,
+    retrieve,
+    settle,
+)
 from ombre.memory.hold import HoldRequest
 from ombre.memory.query import Query, person_turns
 from ombre.memory.service import MemoryService
@@ -376,6 +388,43 @@ def test_the_memory_that_clearly_answers_leads_and_agreement_orders_the_rest():
     single = fuse(sig, dataclasses.replace(two, evidence_share=two.head_share))
     assert sorted(single, key=lambda m: -single[m]) == ["a", "c", "b"]
     assert fuse(Signals(), FUSION) == {}
+
+
+def test_a_memory_that_asks_does_not_answer_and_a_question_about_when_favours_one_that_names_a_time():
+    assert FUSION.asks > 0 and FUSION.when > 0
+    assert form_factor("what did she say?", "Priya: How was the party?") == pytest.approx(1 - FUSION.asks)
+    assert form_factor("what did she say?", "她问：那天你去了吗？ ") == pytest.approx(1 - FUSION.asks)
+    told = "Leo: He turned 16 on Tuesday"
+    assert form_factor("When did Tomás turn 16?", told) == pytest.approx(1 + FUSION.when)
+    assert form_factor("How long was she in a cast?", "Grace: a cast for six weeks") == pytest.approx(1 + FUSION.when)
+    assert form_factor("我每天通勤要多久？", "她住在天河区，离医院骑车二十分钟") == pytest.approx(1 + FUSION.when)
+    # "when" that is not asking when, and a question not about time: no time favoured
+    assert form_factor("what did I ask you to remind me of when I'm on nights?", told) == 1.0
+    assert form_factor("What did Tomás want?", told) == 1.0
+    # the head: fuse's first, unless it asks; then the first read after it that does not
+    contents = {"q": "Priya: How was Tomás's birthday?", "a": told, "b": "Leo: Busy week"}
+    assert settle(["q", "b", "a"], contents, "When did Tomás turn 16?")[1] == "b"
+    assert settle(["a", "q", "b"], contents, "When did Tomás turn 16?")[1] == "a"
+    assert settle(["gone", "q"], contents, "When?")[1] == "gone"  # not read (archived): breath passes it over
+
+
+def test_breath_shows_the_turn_that_answers_before_the_question_it_answers(svc):
+    """A chat kept turn by turn: the question turn shares the most words with the question asked and fuses
+    first; the turn that answers, and names the day, is shown first."""
+    turns = ["Priya: How was Tomás's sixteenth birthday dinner?",
+             "Leo: Lovely. He turned 16 on Tuesday, the three of us ate at his favourite grill",
+             "Leo: The bakery is busy, we sold out of pastéis by ten",
+             "Priya: I failed my road test, rolled through a stop sign",
+             "Leo: Tomás wants new sneakers more than anything",
+             "Priya: My manager liked the redesign",
+             "Leo: Marta and I are good co-parents now"]
+    ids = [hold(svc, text) for text in turns]
+    asked = "When did Tomás turn sixteen?"
+    fused = retrieve(svc.store, Query.build(asked), encoders=svc.encoders)
+    assert max(fused, key=lambda mid: fused[mid][0]) == ids[0]
+    cards = svc.breath(BreathRequest(asked), now=NOW, touch=False).cards
+    assert [c.id for c in cards[:2]] == [ids[1], ids[0]]
+    assert cards[0].lead and cards[0].why["form"] == pytest.approx(1 + FUSION.when)
 
 
 def test_the_adjustments_order_the_places_after_the_first_and_never_the_first(svc):

@@ -19,7 +19,7 @@ from ..errors import MemoryInputError, StoreError
 from ..tokens import estimate_text
 from . import anniversary, emotion
 from .embed import Embedder
-from .fusion import is_relevant, retrieve
+from .fusion import is_relevant, retrieve, settle
 from .model import ASKED_ONLY, HANDOFF_TYPE, Memory
 from .query import Query
 from .signals import E5_TOKENS
@@ -265,7 +265,9 @@ def _recall(
             scored.append((relevance * factor, m, {**why, **parts}))
         if len(scored) >= chunk:
             break
-    head = order[0] if order else None  # see Adjust
+    # what the memories' own words say (fusion.settle), and the head, kept first whatever the adjustments say
+    factors, head = settle(order, {m.id: m.content for _, m, _ in scored}, query.latest)
+    scored = [(score * factors[m.id], m, {**why, "form": round(factors[m.id], 4)}) for score, m, why in scored]
     scored.sort(key=lambda x: (x[1].id != head, -x[0]))
     budget = req.max_tokens
     for score, m, why in scored:
