@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -187,3 +188,32 @@ def test_mcp_over_stdio_relays_to_the_running_service(tmp_path):
         assert not (own_home / "ombre" / "memory.db").exists()
     finally:
         served.stop()
+
+
+ARENAS = """
+import ctypes, sys, threading
+from ombre.serve.run import cap_malloc_arenas
+print("capped", cap_malloc_arenas() if sys.argv[1] == "cap" else None, file=sys.stderr)
+together = threading.Barrier(8)
+kept = []
+def work():  # each live thread's first malloc takes an arena of its own, up to the limit
+    kept.append(bytearray(50_000))
+    together.wait()
+threads = [threading.Thread(target=work) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+ctypes.CDLL(None).malloc_stats()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc arenas")
+def test_serve_caps_mallocs_arenas_unless_the_person_set_their_own():
+    def arenas(how: str, **env) -> tuple[int, str]:
+        out = subprocess.run([sys.executable, "-c", ARENAS, how], capture_output=True, text=True, timeout=60,
+                             env={k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"} | env)
+        return out.stderr.count("Arena "), out.stderr.splitlines()[0]
+
+    assert arenas("none")[0] > 2  # eight live threads, an arena each (up to eight per core)
+    assert arenas("cap") == (2, "capped True")
+    count, said = arenas("cap", MALLOC_ARENA_MAX="3")
+    assert (count, said) == (3, "capped False")
