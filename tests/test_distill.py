@@ -365,6 +365,23 @@ def test_english_life_events_are_kept_as_events():
     assert [(c.type, c.quote) for c in told] == [("事件", "My sister Carla is getting married in Bogotá next June")]
 
 
+def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
+    """The product check: 「我老公周五出差去深圳，要去一个星期」 was kept without its second half, and
+    「我老公要出差多久？」 later had nothing to answer it."""
+    def quotes(said: str) -> list[str]:
+        return [c.quote for c in rules_candidates([Turn("person", said, "u0")])]
+
+    assert quotes("我老公周五出差去深圳，要去一个星期") == ["我老公周五出差去深圳，要去一个星期"]
+    assert quotes("我女儿小满下个月十二号过生日，她想要一只小兔子") == ["我女儿小满下个月十二号过生日，她想要一只小兔子"]
+    explain: list[dict] = []
+    rules_candidates([Turn("person", "我老公周五出差去深圳，要去一个星期", "u0")], explain=explain)
+    assert any(e["clause"] == "要去一个星期" and "goes on from" in e["why"] for e in explain)
+    # not what someone else said, not a question, not a sentence of its own, not a take-back
+    assert quotes("我女儿小满下个月十二号过生日，她说想要兔子") == ["我女儿小满下个月十二号过生日"]
+    assert quotes("我老公周五出差去深圳，要去多久呢？") == ["我老公周五出差去深圳"]
+    assert quotes("我老公周五出差去深圳。要去一个星期") == ["我老公周五出差去深圳"]
+
+
 def test_an_english_contraction_is_not_read_as_a_question(tmp_path):
     from ombre.memory.embed import USEEmbedder
     from ombre.write import distill_rules

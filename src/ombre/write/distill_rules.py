@@ -319,6 +319,11 @@ _REPORTED = re.compile(
 )
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
 _ACQUAINTANCE = re.compile(r"^我?的?(?:同事|同学|朋友|邻居|老板|领导|网友|室友|同桌)(?!.*我)")
+# A clause that goes on from the one kept just before it in the same sentence, with a pronoun for its subject
+# or none ("我女儿小满下个月十二号过生日，她想要一只小兔子", "我老公周五出差去深圳，要去一个星期"): kept with it,
+# or the memory holds half of what was told (the product check: "我老公要出差多久？" had nothing to answer).
+_GOES_ON = re.compile(r"^(?:[她他它]们?(?!说|觉得|问|讲)|要|会|得|打算|准备|大概|估计|预计|一共|总共)")
+_JOINED = re.compile(r"[，,；;、 ]+")
 _ELABORATION = re.compile(r"^(?:但|但是|不过|而且|就是|完全|真的|还|也|其实|所以|可|可是|虽然|已经)")
 _FILLER = re.compile(
     r"^(?:哈+|嘿+|嗯+|啊+|哦+|噢+|唉+|哎+|诶+|emm+|对了|对|所以|然后|而且|不过|其实|反正|跟你说|"
@@ -485,6 +490,36 @@ class Examples:
             )
             out.append((share, kind))
         return out
+
+
+def _gone_on(
+    found: list[tuple[Kept, str, int]], n: int, text: str, seen: set[str], log: dict[tuple[int, str], dict]
+) -> list[tuple[Kept, str, int]]:
+    """Each clause kept from turn `n` with the clause that goes on from it (_GOES_ON), quoted as typed."""
+    out = []
+    for kept, typed, at in found:
+        start = text.find(typed) if at == n else -1
+        joined = _JOINED.match(text, start + len(typed)) if start >= 0 else None
+        if joined is not None:
+            piece = _CLAUSE_END.split(text[joined.end() :], maxsplit=1)[0].strip()
+            clause = plain(piece)
+            if (
+                len(piece) >= 3
+                and piece not in seen
+                and _GOES_ON.match(clause)
+                and not asks(piece)
+                and not _TAKE_BACK.search(clause)
+            ):
+                span = text[start : joined.end() + len(piece)]
+                seen.add(span)
+                entry = log.pop((n, typed), {"turn": n, "act": kept.kind, "why": kept.cue})
+                log[n, span] = {**entry, "clause": span}
+                log.setdefault((n, piece), {"turn": n, "clause": piece, "act": "-"})["why"] = (
+                    f"goes on from 「{typed}」: kept with it"
+                )
+                typed = span
+        out.append((kept, typed, at))
+    return out
 
 
 def _retract(found: list[tuple[Kept, str, int]], n: int, same_rank: int | None = None) -> list[tuple[Kept, str, int]]:
@@ -763,6 +798,7 @@ def candidates(
                 seen.add(typed)
                 found.append((kept, typed, n))
                 read(n, typed, kept.kind, kept.cue)
+        found = _gone_on(found, n, text, seen, log)
         # the examples add at most one clause a turn, their likeliest
         if best_vote is not None and best_vote[1][1] not in seen:
             seen.add(best_vote[1][1])
