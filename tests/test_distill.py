@@ -372,13 +372,17 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
         return [c.quote for c in rules_candidates([Turn("person", said, "u0")])]
 
     assert quotes("我老公周五出差去深圳，要去一个星期") == ["我老公周五出差去深圳，要去一个星期"]
-    assert quotes("我女儿小满下个月十二号过生日，她想要一只小兔子") == ["我女儿小满下个月十二号过生日，她想要一只小兔子"]
+    birthday = "我女儿小满下个月十二号过生日，她想要一只小兔子"
+    assert quotes(birthday) == [birthday]
     explain: list[dict] = []
     rules_candidates([Turn("person", "我老公周五出差去深圳，要去一个星期", "u0")], explain=explain)
     assert any(e["clause"] == "要去一个星期" and "goes on from" in e["why"] for e in explain)
     # not what someone else said, not a question, not a sentence of its own, not a take-back
     assert quotes("我女儿小满下个月十二号过生日，她说想要兔子") == ["我女儿小满下个月十二号过生日"]
     assert quotes("我老公周五出差去深圳，要去多久呢？") == ["我老公周五出差去深圳"]
+    assert quotes("我老公周五出差去深圳，要去多久？") == ["我老公周五出差去深圳"]
+    assert quotes("我女儿小满下个月十二号过生日，她们说想要兔子") == ["我女儿小满下个月十二号过生日"]
+    assert quotes("我老公周五出差去深圳，\u3000要去一个星期") == ["我老公周五出差去深圳，\u3000要去一个星期"]
     assert quotes("我老公周五出差去深圳。要去一个星期") == ["我老公周五出差去深圳"]
 
 

@@ -394,6 +394,9 @@ def test_a_memory_that_asks_does_not_answer_and_a_question_about_when_favours_on
     assert FUSION.asks > 0 and FUSION.when > 0
     assert form_factor("what did she say?", "Priya: How was the party?") == pytest.approx(1 - FUSION.asks)
     assert form_factor("what did she say?", "她问：那天你去了吗？ ") == pytest.approx(1 - FUSION.asks)
+    assert form_factor("what did she say?", "你去了吗？😊") == pytest.approx(1 - FUSION.asks)
+    # "may" the verb, 「一点」 "a bit": no time named
+    assert form_factor("When did she call?", "Grace: I may call her") == form_factor("什么时候", "她有一点累") == 1.0
     told = "Leo: He turned 16 on Tuesday"
     assert form_factor("When did Tomás turn 16?", told) == pytest.approx(1 + FUSION.when)
     assert form_factor("How long was she in a cast?", "Grace: a cast for six weeks") == pytest.approx(1 + FUSION.when)

@@ -183,7 +183,7 @@ def is_relevant(why: dict, lead: bool = False) -> bool:
 # answer is the turn after it (in the English multi-session set 227 of 1,353 turns are questions, 1 of the
 # 194 gold). A question about when or how long is answered by a memory that names a time or a span ("on the
 # 20th", 「上周三」, "six weeks", 「骑车二十分钟」).
-_ASKS = re.compile(r"[?？][\s!！~～\"'”’)）]*$")
+_ASKS = re.compile(r"[?？][\s!！~～\"'”’)）\U0001F000-\U0001FFFF\u2600-\u27BF\uFE0F]*$")
 _WHEN = re.compile(
     r"\b(?:when (?:did|do|does|was|were|is|are|will|would|has|have|had|can|could|should)|how long"
     r"|how many (?:days|weeks|months|years|hours|nights)|what (?:date|day|year|month|time)"
@@ -191,15 +191,17 @@ _WHEN = re.compile(
     r"|什么时候|啥时候|哪一?天|几号|几月|哪一?年|多久|多长时间|几点|星期几|周几",
     re.IGNORECASE,
 )
-_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_MONTHS = "january|february|march|april|june|july|august|september|october|november|december"  # not "may"
 _TIME = re.compile(
     rf"\b(?:{_MONTHS}|(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend|today|tonight|yesterday|tomorrow"
     r"|(?:last|next|this) (?:week|month|year|night|morning|spring|summer|fall|autumn|winter)|ago"
     r"|\d{1,2}(?:st|nd|rd|th)|\d{4}|\d{1,2}(?::\d\d)? ?[ap]m"
     r"|(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|few|couple of) "
     r"(?:minute|hour|day|night|week|month|year)s?)\b"
-    r"|\d+ *[月号日点]|[一二三四五六七八九十]+[月号日点]|星期|周[一二三四五六日天末]|[昨今明前后]天|[上下这本]周"
-    r"|[\d一二两三四五六七八九十半几]+ *(?:分钟|小时|个?钟头|天|周|个?星期|个月|年)"
+    # each run of numerals is tried from its start only (a long one would be tried from every digit)
+    r"|(?<!\d)\d+ *[月号日点]|(?<![一二三四五六七八九十])[一二三四五六七八九十]+[月号日]|星期|周[一二三四五六日天末]"
+    r"|(?<![一二两三四五六七八九十])[两三四五六七八九十][一二三四五六七八九十]*点|[昨今明前后]天|[上下这本]周"
+    r"|(?<![\d一二两三四五六七八九十半几])[\d一二两三四五六七八九十半几]+ *(?:分钟|小时|个?钟头|天|周|个?星期|个月|年)"
     r"|[上下这]个月|[去今明前]年|早上|晚上|凌晨|中午|下午|上午",
     re.IGNORECASE,
 )

@@ -4,7 +4,6 @@ answers. The CLI parses the options and calls these."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import subprocess
 import sys
@@ -38,12 +37,11 @@ M_ARENA_MAX = -8  # mallopt's parameter number (malloc.h)
 def cap_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     """Limit glibc's malloc arenas (see MALLOC_ARENAS) before the service starts its threads; elsewhere (musl,
     macOS) nothing to do. Returns whether the limit was set."""
-    if "MALLOC_ARENA_MAX" in os.environ or not sys.platform.startswith("linux"):
+    chosen = "MALLOC_ARENA_MAX" in os.environ or "arena_max" in os.environ.get("GLIBC_TUNABLES", "")
+    if chosen or not sys.platform.startswith("linux"):
         return False
-    name = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name or "libc.so.6")
-        return bool(libc.mallopt(M_ARENA_MAX, arenas))
+        return bool(ctypes.CDLL(None).mallopt(M_ARENA_MAX, arenas))  # the process's own symbols: its libc
     except (OSError, AttributeError):  # not glibc
         return False
 

@@ -322,8 +322,8 @@ _ACQUAINTANCE = re.compile(r"^我?的?(?:同事|同学|朋友|邻居|老板|领�
 # A clause that goes on from the one kept just before it in the same sentence, with a pronoun for its subject
 # or none ("我女儿小满下个月十二号过生日，她想要一只小兔子", "我老公周五出差去深圳，要去一个星期"): kept with it,
 # or the memory holds half of what was told (the product check: "我老公要出差多久？" had nothing to answer).
-_GOES_ON = re.compile(r"^(?:[她他它]们?(?!说|觉得|问|讲)|要|会|得|打算|准备|大概|估计|预计|一共|总共)")
-_JOINED = re.compile(r"[，,；;、 ]+")
+_GOES_ON = re.compile(r"^(?:[她他它](?!们?(?:说|觉得|问|讲))|要|会|得|打算|准备|大概|估计|预计|一共|总共)")
+_JOINED = re.compile(r"[，,；;、\s]+")
 _ELABORATION = re.compile(r"^(?:但|但是|不过|而且|就是|完全|真的|还|也|其实|所以|可|可是|虽然|已经)")
 _FILLER = re.compile(
     r"^(?:哈+|嘿+|嗯+|啊+|哦+|噢+|唉+|哎+|诶+|emm+|对了|对|所以|然后|而且|不过|其实|反正|跟你说|"
@@ -501,17 +501,21 @@ def _gone_on(
         start = text.find(typed) if at == n else -1
         joined = _JOINED.match(text, start + len(typed)) if start >= 0 else None
         if joined is not None:
-            piece = _CLAUSE_END.split(text[joined.end() :], maxsplit=1)[0].strip()
+            raw = _CLAUSE_END.split(text[joined.end() :], maxsplit=1)[0]
+            piece = raw.strip()
+            end = joined.end() + len(raw) - len(raw.lstrip()) + len(piece)
             clause = plain(piece)
             if (
                 len(piece) >= 3
                 and piece not in seen
                 and _GOES_ON.match(clause)
-                and not asks(piece)
+                and text[end : end + 1] not in ("?", "？")
+                and not _QUESTION_END.search(clause)
+                and not _QUESTION.search(clause)
                 and not _TAKE_BACK.search(clause)
             ):
-                span = text[start : joined.end() + len(piece)]
-                seen.add(span)
+                span = text[start:end]
+                seen.update((span, piece))  # the examples' vote does not add it again on its own
                 entry = log.pop((n, typed), {"turn": n, "act": kept.kind, "why": kept.cue})
                 log[n, span] = {**entry, "clause": span}
                 log.setdefault((n, piece), {"turn": n, "clause": piece, "act": "-"})["why"] = (
