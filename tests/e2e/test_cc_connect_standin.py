@@ -57,13 +57,16 @@ class Bot:
                               capture_output=True, text=True, timeout=240)
 
     def transcript(self, sid: str) -> Path:
-        """The session's file once Claude has flushed it (it writes a beat after the turn's result event)."""
+        """The session's file once Claude has flushed the turn's reply (it writes a beat after the turn's
+        result event: the person's line can be there while the reply is not yet)."""
         path = self.cc.project_dir / f"{sid}.jsonl"
-        for _ in range(100):
-            if path.exists() and path.read_bytes().endswith(b"\n"):
-                return path
+        for _ in range(200):
+            if path.exists() and (data := path.read_bytes()).endswith(b"\n"):
+                said = [r["type"] for r in map(json.loads, data.splitlines()) if r.get("type") in ("user", "assistant")]
+                if said and said[-1] == "assistant":
+                    return path
             time.sleep(0.05)
-        raise AssertionError(f"{path} never appeared")
+        raise AssertionError(f"{path} never held the turn's reply")
 
     def sent_to_model(self, since: int) -> str:
         return json.dumps([r.body for r in self.fake.requests[since:] if "count_tokens" not in r.path],
