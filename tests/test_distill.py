@@ -381,6 +381,7 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
     assert quotes("我女儿小满下个月十二号过生日，她说想要兔子") == ["我女儿小满下个月十二号过生日"]
     assert quotes("我老公周五出差去深圳，要去多久呢？") == ["我老公周五出差去深圳"]
     assert quotes("我老公周五出差去深圳，要去多久？") == ["我老公周五出差去深圳"]
+    assert quotes("我老公周五出差去深圳，要去多久 ？") == ["我老公周五出差去深圳"]
     assert quotes("我女儿小满下个月十二号过生日，她们说想要兔子") == ["我女儿小满下个月十二号过生日"]
     assert quotes("我老公周五出差去深圳，\u3000要去一个星期") == ["我老公周五出差去深圳，\u3000要去一个星期"]
     assert quotes("我老公周五出差去深圳。要去一个星期") == ["我老公周五出差去深圳"]

@@ -501,15 +501,15 @@ def _gone_on(
         start = text.find(typed) if at == n else -1
         joined = _JOINED.match(text, start + len(typed)) if start >= 0 else None
         if joined is not None:
-            raw = _CLAUSE_END.split(text[joined.end() :], maxsplit=1)[0]
-            piece = raw.strip()
-            end = joined.end() + len(raw) - len(raw.lstrip()) + len(piece)
+            # _JOINED took the spaces before it, so the piece starts where the match ends
+            piece = _CLAUSE_END.split(text[joined.end() :], maxsplit=1)[0].rstrip()
+            end = joined.end() + len(piece)
             clause = plain(piece)
             if (
                 len(piece) >= 3
                 and piece not in seen
                 and _GOES_ON.match(clause)
-                and text[end : end + 1] not in ("?", "？")
+                and text[end:].lstrip()[:1] not in ("?", "？")
                 and not _QUESTION_END.search(clause)
                 and not _QUESTION.search(clause)
                 and not _TAKE_BACK.search(clause)
