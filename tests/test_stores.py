@@ -1,6 +1,7 @@
 """The store protocol on both backends: the embedded SQLite file and PostgreSQL + pgvector, the
 latter a real PostgreSQL 16 started by the `pgserver` package (no server to set up by hand). The same
 calls give the same answers; the memory service runs unchanged on either."""
+
 from __future__ import annotations
 
 import subprocess
@@ -38,12 +39,21 @@ def store(settings):
 
 def memory(mid: str, content: str, **kw) -> Memory:
     stamp = kw.pop("created", iso(now_utc()))
-    return Memory(id=mid, content=content, type=kw.pop("type", "事件"), created=stamp, last_active=stamp,
-                  status="confirmed", **kw)
+    return Memory(
+        id=mid, content=content, type=kw.pop("type", "事件"), created=stamp, last_active=stamp, status="confirmed", **kw
+    )
 
 
-CORPUS = ["她最喜欢桂花乌龙，少糖", "她养了一只叫年糕的橘猫", "每周三晚上八点语音", "她对花生过敏，千万别推荐花生",
-          "她妹妹的生日是12月6日", "周末一起去爬山", "她喜欢下雨天在家看书", "她讨厌香菜"]
+CORPUS = [
+    "她最喜欢桂花乌龙，少糖",
+    "她养了一只叫年糕的橘猫",
+    "每周三晚上八点语音",
+    "她对花生过敏，千万别推荐花生",
+    "她妹妹的生日是12月6日",
+    "周末一起去爬山",
+    "她喜欢下雨天在家看书",
+    "她讨厌香菜",
+]
 
 
 def test_writes_and_reads_round_trip(store):
@@ -67,6 +77,39 @@ def test_writes_and_reads_round_trip(store):
     store.set_meta("k", "v")
     store.set_meta("k", "w")
     assert store.meta("k") == "w" and store.meta("missing") is None
+
+
+def test_a_recall_counted_on_postgresql_leaves_the_memorys_row_alone(postgres):
+    """A memory's row holds its vectors and fills half a page: rewriting it for each recall's count wrote a
+    new version with new HNSW entries. Counts go to memory_use; reads add them in; a write of the memory
+    takes them back into its row."""
+    import psycopg
+
+    from ombre.memory.postgres_store import PostgresStore
+
+    url = fresh_database(postgres)
+    store = PostgresStore(url)
+    try:
+        store.add(memory("m0", "她最喜欢桂花乌龙"), document("她最喜欢桂花乌龙"))
+        store.add(memory("m1", "他在学大提琴"), document("他在学大提琴"))
+        with psycopg.connect(url) as db:
+            before = db.execute("SELECT id, xmin::text FROM memories ORDER BY id").fetchall()
+        store.touch(["m0", "m0", "m1"], "2099-01-01T00:00:00+00:00")
+        store.touch(["m0"], "2099-01-02T00:00:00+00:00")
+        with psycopg.connect(url) as db:
+            assert db.execute("SELECT id, xmin::text FROM memories ORDER BY id").fetchall() == before
+        m0 = store.get("m0")
+        assert (m0.activation_count, m0.last_active) == (3, "2099-01-02T00:00:00+00:00")
+        assert store.least_active().id == "m1" and store.get_many(["m1"])["m1"].activation_count == 1
+        m0.content = "她最喜欢桂花乌龙，少糖"
+        store.update(m0)
+        store.touch(["m0"], "2099-01-03T00:00:00+00:00")
+        assert store.get("m0").activation_count == 4  # 3 taken into the row, one counted since
+        store.delete("m1")
+        with psycopg.connect(url) as db:
+            assert db.execute("SELECT id, activation_count FROM memory_use ORDER BY id").fetchall() == [("m0", 1)]
+    finally:
+        store.close()
 
 
 def test_keyword_search_ranks_alike_on_both_backends(store):
@@ -94,8 +137,14 @@ def test_latent_terms_rank_by_their_products_on_both_backends(store, settings):
     for i, text in enumerate(ENGLISH):
         store.add(memory(f"e{i}", text), document(text))
     assert {m.id for m in store.without_latents(10)} == {"e0", "e1", "e2", "e3"} and store.latents_pending() == 4
-    store.set_latents([("e0", latents((7, 1.0), (9, 0.5))), ("e1", latents((7, 0.2), (3, 2.0))),
-                       ("e2", latents((5, 1.0))), ("e3", latents())])
+    store.set_latents(
+        [
+            ("e0", latents((7, 1.0), (9, 0.5))),
+            ("e1", latents((7, 0.2), (3, 2.0))),
+            ("e2", latents((5, 1.0))),
+            ("e3", latents()),
+        ]
+    )
     assert store.latents_pending() == 0 and store.without_latents(10) == []  # e3 has none, and is done
     found = store.latent_search(latents((7, 2.0), (3, 0.5)), 10)
     assert found == [("e0", pytest.approx(2.0)), ("e1", pytest.approx(1.4))]  # 2·1 against 2·0.2 + 0.5·2
@@ -112,8 +161,12 @@ def test_latent_terms_rank_by_their_products_on_both_backends(store, settings):
         assert store._query("PRAGMA quick_check") == [("ok",)]
 
 
-ENGLISH = ["Ruby has a dairy allergy, no milk or cheese", "Kwame started running marathons last spring",
-           "Her gran lives in Stockport and bakes every Sunday", "The cat keeps stealing hair ties"]
+ENGLISH = [
+    "Ruby has a dairy allergy, no milk or cheese",
+    "Kwame started running marathons last spring",
+    "Her gran lives in Stockport and bakes every Sunday",
+    "The cat keeps stealing hair ties",
+]
 
 
 def test_english_keywords_meet_as_stems_without_function_words(store):
@@ -162,15 +215,28 @@ def test_keyword_scores_are_the_same_numbers_on_both_backends(tmp_path, postgres
     from ombre.memory.postgres_store import PostgresStore
     from ombre.memory.sqlite_store import SQLiteStore
 
-    texts = CORPUS + ["论坛的时间是2024-04-11 14:00", "论坛的规模是八千人", "她的邮箱是 ana_li@example.com",
-                      "硬件创新与发展论坛的持续时间是三天", "论坛 v2.5 版本的地址在 3-101 室",
-                      "Maya's 20-mile run in mid-June", "a co-worker's e-mail about the run"]
+    texts = CORPUS + [
+        "论坛的时间是2024-04-11 14:00",
+        "论坛的规模是八千人",
+        "她的邮箱是 ana_li@example.com",
+        "硬件创新与发展论坛的持续时间是三天",
+        "论坛 v2.5 版本的地址在 3-101 室",
+        "Maya's 20-mile run in mid-June",
+        "a co-worker's e-mail about the run",
+    ]
     lite, pg = SQLiteStore(tmp_path / "a.db"), PostgresStore(fresh_database(postgres))
     try:
         for s in (lite, pg):
             s.add_many([(memory(f"m{i}", t), document(t), None) for i, t in enumerate(texts)])
-        for q in ("论坛的持续时间是什么", "2024-04-11 的论坛", "ana_li 的邮箱", "3-101 室在哪", "桂花乌龙",
-                  "Maya's co-workers", "the 20-mile run in June"):
+        for q in (
+            "论坛的持续时间是什么",
+            "2024-04-11 的论坛",
+            "ana_li 的邮箱",
+            "3-101 室在哪",
+            "桂花乌龙",
+            "Maya's co-workers",
+            "the 20-mile run in June",
+        ):
             a, b = lite.keyword_search(query_terms(q), 10), pg.keyword_search(query_terms(q), 10)
             assert [i for i, _ in a] == [i for i, _ in b], q
             assert np.allclose([x for _, x in a], [x for _, x in b], rtol=1e-9), q
@@ -191,9 +257,11 @@ def test_a_large_store_ranks_keywords_exactly_as_sqlite_does(tmp_path, postgres)
     people = ["妈妈", "爸爸", "妹妹", "小林", "阿杰", "外婆", "室友", "老板"]
     # sixty things, two a memory: each in about 3 % of the memories, under the 5 % past which a term is
     # dropped as common, so a query of a few of them matches more memories than any one fetch should read
-    things = ("桂花乌龙 火锅 爬山 面试 体检 搬家 生日 年糕 花生 考研 跑步 电影 加班 猫粮 周末 周三 早起 失眠 咖啡 雨天 "
-              "钢琴 游泳 地铁 高铁 外卖 奶茶 烧烤 羽毛球 瑜伽 读书 追剧 相亲 婚礼 医院 牙医 驾照 雅思 报税 房租 "
-              "年假 出差 会议 周报 绩效 跳槽 红包 春节 中秋 端午 国庆 腊八 元宵 清明 重阳 七夕 圣诞 跨年 露营 滑雪").split()
+    things = (
+        "桂花乌龙 火锅 爬山 面试 体检 搬家 生日 年糕 花生 考研 跑步 电影 加班 猫粮 周末 周三 早起 失眠 咖啡 雨天 "
+        "钢琴 游泳 地铁 高铁 外卖 奶茶 烧烤 羽毛球 瑜伽 读书 追剧 相亲 婚礼 医院 牙医 驾照 雅思 报税 房租 "
+        "年假 出差 会议 周报 绩效 跳槽 红包 春节 中秋 端午 国庆 腊八 元宵 清明 重阳 七夕 圣诞 跨年 露营 滑雪"
+    ).split()
     texts = []
     for i in range(16_000):
         a, b = rng.choice(people), rng.sample(things, 2)
@@ -203,8 +271,15 @@ def test_a_large_store_ranks_keywords_exactly_as_sqlite_does(tmp_path, postgres)
         rows = [(memory(f"m{i:05d}", t), document(t), None) for i, t in enumerate(texts)]
         lite.add_many(rows)
         pg.load({pg.namespace: (rows, [], {})})
-        for q in ("外婆的雨天", "阿杰 花生 猫粮", "妈妈周末爬山吗", "第42回", "桂花乌龙和火锅", "老板 加班 失眠 咖啡 早起",
-                  "钢琴 游泳 地铁 高铁 外卖 奶茶"):
+        for q in (
+            "外婆的雨天",
+            "阿杰 花生 猫粮",
+            "妈妈周末爬山吗",
+            "第42回",
+            "桂花乌龙和火锅",
+            "老板 加班 失眠 咖啡 早起",
+            "钢琴 游泳 地铁 高铁 外卖 奶茶",
+        ):
             a, b = lite.keyword_search(query_terms(q), 50), pg.keyword_search(query_terms(q), 50)
             assert np.allclose([x for _, x in a], [x for _, x in b], rtol=1e-9), q
             tied = {round(x, 9) for _, x in a[-1:]}  # the last place may be one of several equal scores
@@ -255,8 +330,9 @@ def test_recall_does_not_wait_for_a_hold_in_progress(settings, embedder):
         reader.start()
         reader.join(10)
         second_done = threading.Event()
-        writer = threading.Thread(target=lambda: (svc.hold(HoldRequest(content="她养了一只叫年糕的橘猫", type="事件")),
-                                                  second_done.set()))
+        writer = threading.Thread(
+            target=lambda: (svc.hold(HoldRequest(content="她养了一只叫年糕的橘猫", type="事件")), second_done.set())
+        )
         writer.start()
         assert not second_done.wait(0.5)  # a second hold waits for the first
         release.set()
@@ -274,6 +350,26 @@ def test_dates_and_month_days(store):
     assert [m.id for m in store.on_dates(["2020-12-06"])] == ["b"]
     assert {m.id for m in store.on_month_days(["12-06", "12-05"])} == {"b", "old"}
     assert [m.id for m in store.on_month_days(["12-05"], created_before="2025-01-01")] == []
+
+
+def test_month_days_are_read_again_once_the_namespace_is_written(postgres):
+    """PostgreSQL keeps the day's anniversary rows until a write moves the namespace's version: its own write
+    shows at once, another service's within the version's TTL."""
+    from ombre.memory.postgres_store import VERSION_TTL_S, PostgresStore
+
+    url = fresh_database(postgres)
+    mine, other = PostgresStore(url), PostgresStore(url)
+    try:
+        mine.add(memory("a", "去年今天第一次见面", created="2024-12-07T02:00:00+00:00"), document("第一次见面"))
+        assert [m.id for m in mine.on_month_days(["12-07"])] == ["a"]
+        other.add(memory("b", "前年今天搬家", created="2023-12-07T02:00:00+00:00"), document("搬家"))
+        time.sleep(VERSION_TTL_S + 0.05)
+        assert sorted(m.id for m in mine.on_month_days(["12-07"])) == ["a", "b"]
+        mine.delete("b")
+        assert [m.id for m in mine.on_month_days(["12-07"])] == ["a"]
+    finally:
+        mine.close()
+        other.close()
 
 
 def test_the_memory_service_runs_unchanged_on_either_backend(settings, embedder):
@@ -299,11 +395,15 @@ def test_the_memory_service_runs_unchanged_on_either_backend(settings, embedder)
 
 def test_services_starting_at_once_migrate_a_new_database_once(postgres):
     url = fresh_database(postgres)
-    script = ("import sys, time; from ombre.memory.postgres_store import PostgresStore; "
-              "time.sleep(max(0.0, float(sys.argv[2]) - time.time())); PostgresStore(sys.argv[1]).close()")
+    script = (
+        "import sys, time; from ombre.memory.postgres_store import PostgresStore; "
+        "time.sleep(max(0.0, float(sys.argv[2]) - time.time())); PostgresStore(sys.argv[1]).close()"
+    )
     start = time.time() + 2
-    procs = [subprocess.Popen([sys.executable, "-c", script, url, str(start)], stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, url, str(start)], stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
     for p in procs:
         assert p.wait(timeout=60) == 0, p.stderr.read()
     import psycopg
@@ -351,9 +451,17 @@ def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, p
     for i in range(10_000):  # the issue's size
         text = f"{CORPUS[i % len(CORPUS)]}，第{i}次提到"
         m = memory(f"m{i:05d}", text, archived=i % 97 == 0, importance=1 + i % 10)
-        m.trace = [{"at": "2026-12-01T00:00:00+00:00", "action": "edited", "other": "", "by": "person", "reason": str(i)}]
-        vectors = {k: (v / np.linalg.norm(v)).astype(np.float32) for k, v in
-                   (("e5", rng.normal(size=384)), ("use", rng.normal(size=512)))} if i % 5 else None
+        m.trace = [
+            {"at": "2026-12-01T00:00:00+00:00", "action": "edited", "other": "", "by": "person", "reason": str(i)}
+        ]
+        vectors = (
+            {
+                k: (v / np.linalg.norm(v)).astype(np.float32)
+                for k, v in (("e5", rng.normal(size=384)), ("use", rng.normal(size=512)))
+            }
+            if i % 5
+            else None
+        )
         rows.append((m, document(text), vectors))
     source.add_many(rows)
     source.log_gate(GateEntry("2026-12-04T00:00:00+00:00", "2026-12-04", "auto", "store", ["一"], "内容", "m00001"))
@@ -362,8 +470,13 @@ def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, p
     before = hashlib.sha256((tmp_path / "ombre" / "ombre.db").read_bytes()).hexdigest()
     url = fresh_database(postgres)
     env = {**os.environ, "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / "ombre")}
-    out = subprocess.run([sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url, "--json"], env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     report = js.loads(out.stdout)
     assert report["memories"] == 10_000 and report["gate_log"] == 1 and report["vectors"] == {"e5": 8_000, "use": 8_000}
@@ -379,8 +492,13 @@ def test_migrate_copies_a_sqlite_store_whole_and_leaves_it_untouched(tmp_path, p
     finally:
         target.close()
         source.close()
-    again = subprocess.run([sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url], env=env,
-                           capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        [sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode != 0 and "already holds memories" in again.stderr
 
 
@@ -403,8 +521,13 @@ def test_stores_that_began_as_one_copy_join_one_database_under_names_of_their_ow
 
     def run(home: str, *extra: str) -> subprocess.CompletedProcess:
         env = {**os.environ, "HOME": str(tmp_path), "OMBRE_HOME": str(tmp_path / home)}
-        return subprocess.run([sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url, *extra],
-                              env=env, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "ombre.cli", "memories", "migrate", "--to", url, *extra],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     assert run("ana").returncode == 0
     refused = run("ben")
@@ -453,19 +576,32 @@ def test_two_services_and_two_cli_loops_on_one_database_keep_every_write_and_the
                 errors.append(f"{tag}{j}: {r.text[:200]}")
 
     def over_cli(tag: str) -> None:
-        env = {**os.environ, "HOME": str(tmp_path / f"cli{tag}"), "OMBRE_HOME": str(tmp_path / f"cli{tag}" / "o"),
-               "OMBRE_URL": "http://127.0.0.1:9", **extra}
+        env = {
+            **os.environ,
+            "HOME": str(tmp_path / f"cli{tag}"),
+            "OMBRE_HOME": str(tmp_path / f"cli{tag}" / "o"),
+            "OMBRE_URL": "http://127.0.0.1:9",
+            **extra,
+        }
         for j in range(8):
             text, quote = content(tag, j)
-            out = subprocess.run(OMBRE + ["hold", text, "--quote", quote, "--pinned", "--json"], env=env,
-                                 capture_output=True, text=True, timeout=120)
+            out = subprocess.run(
+                OMBRE + ["hold", text, "--quote", quote, "--pinned", "--json"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             if out.returncode != 0 or not json_loads(out.stdout).get("stored"):
                 errors.append(f"{tag}{j}: {out.stderr[-300:]}")
 
     try:
-        writers = [threading.Thread(target=over_http, args=(servers[0], "A")),
-                   threading.Thread(target=over_http, args=(servers[1], "B")),
-                   threading.Thread(target=over_cli, args=("C",)), threading.Thread(target=over_cli, args=("D",))]
+        writers = [
+            threading.Thread(target=over_http, args=(servers[0], "A")),
+            threading.Thread(target=over_http, args=(servers[1], "B")),
+            threading.Thread(target=over_cli, args=("C",)),
+            threading.Thread(target=over_cli, args=("D",)),
+        ]
         for w in writers:
             w.start()
         for w in writers:
@@ -480,8 +616,10 @@ def test_two_services_and_two_cli_loops_on_one_database_keep_every_write_and_the
         assert store.count(pinned=None) == 32 and store.count(pinned=True) == 5
         mid = store.list(limit=1)[0].id
         before = store.get(mid).activation_count
-        script = ("import sys; from ombre.memory.postgres_store import PostgresStore; s = PostgresStore(sys.argv[1]); "
-                  "[s.touch([sys.argv[2]], '2026-12-04T00:00:00+00:00') for _ in range(50)]; s.close()")
+        script = (
+            "import sys; from ombre.memory.postgres_store import PostgresStore; s = PostgresStore(sys.argv[1]); "
+            "[s.touch([sys.argv[2]], '2026-12-04T00:00:00+00:00') for _ in range(50)]; s.close()"
+        )
         procs = [subprocess.Popen([sys.executable, "-c", script, url, mid]) for _ in range(2)]
         assert all(p.wait(timeout=120) == 0 for p in procs)
         assert store.get(mid).activation_count == before + 100
@@ -557,8 +695,9 @@ def test_the_hnsw_path_gives_the_exact_top_cards_and_keeps_namespaces_apart(post
         assert ids == want_ids and np.allclose(at, want_at, atol=1e-6)
         assert np.allclose(found.means, truth.means, atol=1e-6) and np.allclose(found.nearest, truth.nearest, atol=0.02)
 
-        other.add_many([(memory(f"o{i:04d}", f"第{i}条"), document(f"第{i}条"), {"e5": v}) for i, v in
-                        enumerate(vectors[:1200])])
+        other.add_many(
+            [(memory(f"o{i:04d}", f"第{i}条"), document(f"第{i}条"), {"e5": v}) for i, v in enumerate(vectors[:1200])]
+        )
         first = other.search_vectors("e5", queries[:1], 50, 20)  # no index yet: exact, and one is started
         assert type(first).__name__ == "ScoredRows"
         deadline = time.monotonic() + 60

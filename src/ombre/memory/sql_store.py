@@ -1,7 +1,8 @@
 """What the SQLite and the PostgreSQL stores do alike, written once in SQL both speak.
 
 A store subclasses SqlStore and names its placeholder (P), the column that orders rows as they were written
-(ORDER), and PLUS: SQLite's unary `+` on a column, which keeps its planner on the selective index (the
+(ORDER), what a memory is read from (ROWS: its table, or on PostgreSQL the table with the recalls counted
+beside it), and PLUS: SQLite's unary `+` on a column, which keeps its planner on the selective index (the
 primary key, a partial index) instead of the namespace one; PostgreSQL plans by statistics and needs none.
 It gives `_query` and `_write`; keyword search, vectors, the bigger writes and migrations stay its own.
 """
@@ -21,6 +22,7 @@ class SqlStore:
     P = "?"
     ORDER = "rowid"
     PLUS = "+"
+    ROWS = "memories"
     namespace: str
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
@@ -71,7 +73,7 @@ class SqlStore:
     def get(self, memory_id: str) -> Memory | None:
         P, plus = self.P, self.PLUS
         rows = self._query(
-            f"SELECT {COLUMNS} FROM memories WHERE id={P} AND {plus}namespace={P}", (memory_id, self.namespace)
+            f"SELECT {COLUMNS} FROM {self.ROWS} WHERE id={P} AND {plus}namespace={P}", (memory_id, self.namespace)
         )
         return row_to_memory(rows[0]) if rows else None
 
@@ -80,7 +82,7 @@ class SqlStore:
         for start in range(0, len(ids), 500):
             match, params = self._in(ids[start : start + 500])
             rows = self._query(
-                f"SELECT {COLUMNS} FROM memories WHERE id {match} AND {self.PLUS}namespace={self.P}",
+                f"SELECT {COLUMNS} FROM {self.ROWS} WHERE id {match} AND {self.PLUS}namespace={self.P}",
                 (*params, self.namespace),
             )
             out.update((r[0], row_to_memory(r)) for r in rows)
@@ -123,7 +125,7 @@ class SqlStore:
         limit: int | None = None,
     ) -> list[Memory]:
         where, params = self._where(archived, pinned, type)
-        sql = f"SELECT {COLUMNS} FROM memories{where} ORDER BY created DESC, {self.ORDER} DESC"
+        sql = f"SELECT {COLUMNS} FROM {self.ROWS}{where} ORDER BY created DESC, {self.ORDER} DESC"
         return [row_to_memory(r) for r in self._query(sql + (f" LIMIT {int(limit)}" if limit else ""), params)]
 
     def count(self, *, pinned: bool | None = None, min_importance: int | None = None) -> int:
@@ -137,7 +139,7 @@ class SqlStore:
             pinned=pinned, min_importance=min_importance, exclude_commitments=exclude_commitments
         )
         rows = self._query(
-            f"SELECT {COLUMNS} FROM memories{where} ORDER BY last_active ASC, {self.ORDER} ASC LIMIT 1", params
+            f"SELECT {COLUMNS} FROM {self.ROWS}{where} ORDER BY last_active ASC, {self.ORDER} ASC LIMIT 1", params
         )
         return row_to_memory(rows[0]) if rows else None
 
@@ -156,7 +158,7 @@ class SqlStore:
         return [
             row_to_memory(r)
             for r in self._query(
-                f"SELECT {COLUMNS} FROM memories WHERE (substr(event_date, 6, 5) {match} OR ({created})) "
+                f"SELECT {COLUMNS} FROM {self.ROWS} WHERE (substr(event_date, 6, 5) {match} OR ({created})) "
                 f"AND {plus}archived=0 AND superseded_by IS NULL AND {plus}namespace={P}",
                 params,
             )
@@ -171,7 +173,7 @@ class SqlStore:
         return [
             row_to_memory(r)
             for r in self._query(
-                f"SELECT {COLUMNS} FROM memories WHERE event_date {match} AND {plus}archived=0 "
+                f"SELECT {COLUMNS} FROM {self.ROWS} WHERE event_date {match} AND {plus}archived=0 "
                 f"AND superseded_by IS NULL AND {plus}namespace={self.P} ORDER BY event_date, importance DESC",
                 (*days, self.namespace),
             )
@@ -197,7 +199,7 @@ class SqlStore:
         return [
             row_to_memory(r)
             for r in self._query(
-                f"SELECT {COLUMNS} FROM memories WHERE {vec} IS NULL AND {self.PLUS}namespace={self.P} "
+                f"SELECT {COLUMNS} FROM {self.ROWS} WHERE {vec} IS NULL AND {self.PLUS}namespace={self.P} "
                 f"ORDER BY {self.ORDER} LIMIT {self.P}",
                 (self.namespace, limit),
             )
@@ -290,8 +292,9 @@ class SqlStore:
 
     def _without_latents(self) -> str:
         return (
-            f"FROM memories m WHERE archived=0 AND {self.PLUS}namespace={self.P} AND NOT EXISTS (SELECT 1 FROM "
-            f"memory_latents l WHERE l.namespace=m.namespace AND l.latent={self.DONE} AND l.weight=0 AND l.id=m.id)"
+            f"FROM {self.ROWS} WHERE archived=0 AND {self.PLUS}namespace={self.P} AND NOT EXISTS (SELECT 1 FROM "
+            f"memory_latents l WHERE l.namespace=memories.namespace AND l.latent={self.DONE} AND l.weight=0 "
+            "AND l.id=memories.id)"
         )
 
     def without_latents(self, limit: int) -> builtins.list[Memory]:
