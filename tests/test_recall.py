@@ -10,6 +10,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -591,6 +592,32 @@ def test_english_memories_get_latent_terms_and_an_english_question_ranks_by_them
     assert ranked and ranked[0].id == ids["I'm allergic to penicillin"]
     chinese = svc.breath(BreathRequest("她对什么过敏？"), now=NOW, touch=False)
     assert chinese.cards and not any("latent" in c.why["ranks"] for c in chinese.cards)
+
+
+def test_a_big_stores_latent_terms_run_beside_the_rest_and_rank_the_same(svc, monkeypatch):
+    """In a big store (OVERLAP_FROM) an English question's latent pass and search run in a thread beside the
+    other signals, unless a deadline plans them one after the other: the signals come out the same."""
+    import time
+
+    from ombre.memory import signals
+    from ombre.memory.query import Query
+
+    for text in ENGLISH_LIFE:
+        hold(svc, text)
+    query = Query.build("which antibiotic am I allergic to?", None)
+    threads: list[str] = []
+    search = svc.store.latent_search
+
+    def watched(*args):
+        threads.append(threading.current_thread().name)
+        return search(*args)
+
+    monkeypatch.setattr(svc.store, "latent_search", watched)
+    monkeypatch.setattr(signals, "OVERLAP_FROM", 1)
+    beside = signals.signals_for(svc.store, query, encoders=svc.encoders)
+    after = signals.signals_for(svc.store, query, encoders=svc.encoders, deadline=time.monotonic() + 60)
+    assert threads[0] != threading.current_thread().name and threads[1] == threading.current_thread().name
+    assert beside.rankings[signals.LATENT] and beside.rankings == after.rankings and beside.keyword == after.keyword
 
 
 def test_an_older_store_gets_its_latent_terms_in_the_background(tmp_path, embedder):

@@ -123,28 +123,25 @@ def _latent_ranking(
     store: MemoryStore,
     query: Query,
     e5: Embedder | None,
-    out: Signals,
     limit: int,
     deadline: float | None,
     degraded: list[str] | None,
-) -> None:
+) -> list[tuple[str, float]]:
     """The LATENT signal: the memories whose latent terms (embed.E5Embedder.latents) best meet those of the
     person's latest words. English only: on Chinese they found less than e5 alone. It costs one more pass of
     the e5 model, so it is left out when that would not fit before the deadline."""
     latents = getattr(e5, "latents", None)
     if e5 is None or latents is None:
-        return
+        return []
     text, tokens = tail(query.latest, E5_TOKENS, getattr(e5, "tokens", len))
     if not text or not _fits(e5, "e5", tokens, deadline, search_ms=LATENT_SEARCH_MS):
-        return
+        return []
     try:
-        found = store.latent_search(latents([text], LATENT_QUERY_TERMS)[0], limit)
+        return store.latent_search(latents([text], LATENT_QUERY_TERMS)[0], limit)
     except Exception as exc:  # noqa: BLE001 — recall goes on without it
         if degraded is not None:
             degraded.append(f"latent terms unavailable: {exc}")
-        return
-    if found:
-        out.scored(LATENT, found)  # its evidence as the keywords': each one's share of the best
+        return []
 
 
 def signals_for(
@@ -192,8 +189,15 @@ def signals_for(
     # The e5 model and the database both leave Python while they work, so in a big store e5 embeds while the
     # keyword search runs and USE scores; in a small one a second thread only contends for the two cores.
     overlap = "e5" in plan and sizes["e5"] >= OVERLAP_FROM
-    with ThreadPoolExecutor(max_workers=1) as pool:  # no thread starts unless a task is submitted
+    # so, in a big store, do an English question's latent terms (a model pass, then a search in the database)
+    # when no deadline plans the model passes one after the other
+    latin = out.script == "latin"
+    early = latin and overlap and deadline is None
+    with ThreadPoolExecutor(max_workers=2) as pool:  # no thread starts unless a task is submitted
         pending = pool.submit(embed, "e5") if overlap else None
+        beside = (
+            pool.submit(_latent_ranking, store, query, encoders.get("e5"), limit, deadline, degraded) if early else None
+        )
         searches = [("keyword", query_terms(query.keyword_text, extra_terms))]
         if query.recent:
             searches.append(("keyword:recent", query_terms(query.context_text)))
@@ -201,8 +205,12 @@ def signals_for(
             out.scored(name, store.keyword_search(terms, limit))
         for key in sorted(plan, key=lambda k: k == "e5" and pending is not None):  # the pending one last
             embed_and_search(key)
-    if out.script == "latin":
-        _latent_ranking(store, query, encoders.get("e5"), out, limit, deadline, degraded)
+    if latin:
+        found = (
+            beside.result() if beside else _latent_ranking(store, query, encoders.get("e5"), limit, deadline, degraded)
+        )
+        if found:
+            out.scored(LATENT, found)  # its evidence as the keywords': each one's share of the best
     # How far each candidate stands out in each form (its best form counting), and its best cosine: read
     # at the candidates only (every signal's candidates).
     candidates = list(out.candidates())
