@@ -206,11 +206,11 @@ def signals_for(
         for key in sorted(plan, key=lambda k: k == "e5" and pending is not None):  # the pending one last
             embed_and_search(key)
     if latin:
-        found = (
+        latent = (
             beside.result() if beside else _latent_ranking(store, query, encoders.get("e5"), limit, deadline, degraded)
         )
-        if found:
-            out.scored(LATENT, found)  # its evidence as the keywords': each one's share of the best
+        if latent:
+            out.scored(LATENT, latent)  # its evidence as the keywords': each one's share of the best
     # How far each candidate stands out in each form (its best form counting), and its best cosine: read
     # at the candidates only (every signal's candidates).
     candidates = list(out.candidates())
