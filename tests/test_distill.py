@@ -387,6 +387,19 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
     assert quotes("我老公周五出差去深圳。要去一个星期") == ["我老公周五出差去深圳"]
 
 
+def test_what_a_doctor_finds_in_the_person_is_kept_and_what_others_say_is_not():
+    """「医生说我血压有点高」 is the person's health record (the product check had it as someone else's
+    words); what a doctor says about someone else, or anyone's opinion of the person, stays out."""
+    def quotes(said: str) -> list[str]:
+        return [c.quote for c in rules_candidates([Turn("person", said, "u0")])]
+
+    assert quotes("医生说我血压有点高") == ["医生说我血压有点高"]
+    assert quotes("大夫说我血糖偏高") == ["大夫说我血糖偏高"]
+    assert quotes("我的血脂太高了") == ["我的血脂太高了"]
+    assert quotes("医生说问题不大") == []
+    assert quotes("同事说我血压有点高") == []
+
+
 def test_an_english_contraction_is_not_read_as_a_question(tmp_path):
     from ombre.memory.embed import USEEmbedder
     from ombre.write import distill_rules
