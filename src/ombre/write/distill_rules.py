@@ -69,8 +69,10 @@ BINDING = frozenset({"承诺", "约定", "规则"})
 
 
 def room(person_turns: int) -> int:
-    """How many candidates a run over this many of the person's turns may keep (binding ones aside)."""
-    return MAX_CANDIDATES * max(1, person_turns // SEGMENT_TURNS)
+    """How many candidates a run over this many of the person's turns may keep (binding ones aside): three
+    for each segment's worth, to the nearest segment (nine turns are nearly two: with room for three, the
+    product check's day of nine kept a health finding and a promise and lost a trip told the same evening)."""
+    return MAX_CANDIDATES * max(1, (person_turns + SEGMENT_TURNS // 2) // SEGMENT_TURNS)
 
 
 _Item = TypeVar("_Item")
