@@ -67,6 +67,18 @@ def test_a_change_said_thing_first_replaces_the_commitment_it_changes(rules):
     assert recalled(rules, "几点提醒我吃早饭")[:1] == ["吃早饭的提醒改成早上七点半"]
 
 
+def test_a_change_the_distiller_read_by_itself_replaces_the_request_it_changes(rules):
+    """A later run's "改成每天早上八点吧" after "每天早上提醒我喝水" (distill_rules.memory_text names both)."""
+    from ombre.write.async_distill import Turn, rules_candidates
+
+    old = hold(rules, "每天早上提醒我喝水", type="承诺", quote="每天早上提醒我喝水")
+    [c] = rules_candidates([Turn("person", "每天早上提醒我喝水", "u0"), Turn("assistant", "好", "u1"),
+                            Turn("person", "嗯 改成每天早上八点吧", "u2")])
+    new = hold(rules, c.content, type=c.type, quote=c.quote)
+    assert new.arbitration["action"] == "overwrite" and new.arbitration["target"] == old.id
+    assert not rules.store.get(old.id).current
+
+
 def test_case_b_nickname_at_home_and_full_name_with_family_coexist(rules):
     home = hold(rules, "在家叫她小满", type="规则", quote="在家就叫我小满")
     family = hold(rules, "有家人在时叫她全名", type="规则", quote="有家人在的时候叫我全名")

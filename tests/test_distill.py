@@ -536,6 +536,28 @@ def test_a_plan_at_an_hour_stays_a_plan_however_nervous_and_a_take_back_keeps_it
                   ("person", "算了 以后还是都喝无糖的吧")]) == [("承诺", "以后还是都喝无糖的吧")]
 
 
+def test_a_change_said_by_itself_is_a_new_version_of_what_it_changes():
+    # the new time alone reads as a plan: it is the request's new version, and the old one goes
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(
+        [("person", "每天早上提醒我喝水"), ("assistant", "好"), ("person", "嗯 改成每天早上八点吧")])])
+    assert [(c.type, c.content, c.quote, c.importance) for c in got] == [
+        ("承诺", "每天早上提醒我喝水；改成每天早上八点吧", "改成每天早上八点吧", 7)]
+    # an agreement moved to another day
+    assert _kept([("person", "以后每周五晚上九点我们视频 说定了"), ("assistant", "好"),
+                  ("person", "换到周六吧")]) == [("承诺", "换到周六吧")]
+    # never what was not a request, an agreement or a plan
+    assert _kept([("person", "我对芒果过敏"), ("assistant", "记住了"), ("person", "改到明天吧")]) == [
+        ("偏好", "我对芒果过敏")]
+
+
+def test_a_wish_is_not_a_plan_unless_it_is_settled():
+    assert _kept([("person", "周末想去看电影"), ("assistant", "看什么呀")]) == []
+    assert _kept([("person", "下周想去趟北京"), ("assistant", "去干嘛")]) == []
+    assert _kept([("person", "我打算下周去趟北京"), ("assistant", "去干嘛")]) == [("事件", "我打算下周去趟北京")]
+    # "已经约好了" says the thing beside it is settled; it is no memory of its own
+    assert [q for _, q in _kept([("person", "我想下周去复查 已经约好了"), ("assistant", "好")])] == ["我想下周去复查"]
+
+
 def test_the_memory_text_drops_filler_and_the_quote_stays_verbatim():
     got = rules_candidates([Turn("person", "再说一次哦：我对芒果过敏", "u0")])
     assert [(c.content, c.quote) for c in got] == [("我对芒果过敏", "再说一次哦：我对芒果过敏")]
@@ -546,6 +568,7 @@ def test_the_memory_text_drops_filler_and_the_quote_stays_verbatim():
     assert memory_text("跟你说件事儿：我下个月搬家") == "我下个月搬家"
     assert memory_text("这件事：我不想再提") == "这件事：我不想再提"  # names the matter: part of what is said
     assert memory_text("我的过敏：芒果") == "我的过敏：芒果"  # no lead-in: the colon is part of what is said
+    assert memory_text("要不以后每天睡前你给我讲个笑话") == "以后每天睡前你给我讲个笑话"  # what is proposed
 
 
 def test_the_per_run_cap_never_drops_an_agreement():

@@ -143,7 +143,14 @@ def rules_candidates(
         )
     }
     return [
-        Candidate(kept.kind, distill_rules.memory_text(clause), clause, kept.importance, turns[n].uuid, turns[n].when)
+        Candidate(
+            kept.kind,
+            distill_rules.memory_text(clause, kept.about),
+            clause,
+            kept.importance,
+            turns[n].uuid,
+            turns[n].when,
+        )
         for kept, clause, n in distill_rules.candidates(
             person, examples, answers, add_from, accepted, explain, veto_below
         )

@@ -139,7 +139,7 @@ _MARKER_WORDS = re.compile(
 )
 _MARKER_REST = re.compile(
     r"^我?(?:跟|和)[^，。\s]{1,5}|我想让你|你能不能|能不能|可以|你要|你得|你|亲爱的|宝贝?|"
-    r"我们|咱们|那|好不好|好吗|行不行|来个|就|我|"
+    r"我们|咱们|那|已经|好不好|好吗|行不行|来个|就|我|"
     r"一个事儿?|[一两二三]件事|事儿?|不许忘|了|啦|哦|啊|吧|嘛|吗|哈|呀|的|嗯|好|\s"
 )
 
@@ -226,6 +226,10 @@ _WHEN = re.compile(
     r"[一二三四五六七八九十]{1,3}号|五一|十一|国庆|春节|过年|元旦|中秋|端午|清明|寒假|暑假|今晚|今天晚上|"
     r"年底|月底|明年|\d{1,2}\s*点|[一二两三四五六七八九十]{1,3}点"
 )
+# a wish is not a plan ("周末想去看电影", "下周想约室友聚聚"): what the person would like, not what they will do,
+# unless they say it is settled ("想下周去复查，已经约好了")
+_WISH = re.compile(r"想(?!念|起|到|法|通|开|清楚|好了)")
+_FIRM = re.compile(r"准备|打算|计划|安排|定了|约了|约好|订了|报了|买了.{0,3}票|已经|决定")
 _PLAN = re.compile(
     r"(?:我|我们|咱们)?[^，。]{0,6}(?:要|得|准备|打算|计划|安排)|^改成|^改到|^换成|"
     r"(?:去|走|回|飞|见|约|办|上|参加|报到|进修|[一二三终]面|搬)|考试|考研|考公|雅思|托福|四级|六级|面试|体检|出差|旅游|旅行|去.{0,6}玩|聚会|聚餐|复查|复诊|手术|上台|"
@@ -266,6 +270,9 @@ _ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上
 _CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了|打错了|写错了")
 # a new version of what was just agreed ("改成每天提醒我喝六杯吧", "算了还是叫我杰哥吧"): the old one goes
 _REPLACE = re.compile(r"^(?:改成|改到|改为|换成|算了还是|还是.{1,12}吧$)")
+# a change said by itself ("改成早上八点吧", "换到周四"): a new version of the request, agreement or plan just
+# kept, of that kind whatever its own words say
+_CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到)")
 # a choice not to, made now, after all ("算了，还是不喝了", "还是不分手了"): what the person will not do this time,
 # under any cue. Not what happened after all ("还是分手了": news), nor a decision from now on ("还是决定以后不喝了")
 _CHOSEN_NOW = re.compile(r"^(?:我|我们|咱们|那|那我)?还是不(?!.*(?:决定|以后|今后|从|每|再也))[^，。]{0,8}了$")
@@ -343,6 +350,7 @@ class Kept:
     importance: int
     rank: int  # lower is more binding: what is kept first when there are more than MAX_CANDIDATES
     cue: str = ""  # what decided it (distill --explain)
+    about: str = ""  # for a new version said by its change alone ("改成八点吧"), the clause it changes
 
 
 @functools.cache
@@ -358,13 +366,17 @@ def plain(clause: str) -> str:
     return _to_simplified()(clause).replace("咱家", "我家").replace("俺", "我")
 
 
-def memory_text(clause: str) -> str:
+def memory_text(clause: str, about: str = "") -> str:
     """What a kept clause says, without the talk around it ("再说一次哦：我对芒果过敏" → "我对芒果过敏"); the
-    quote stays as typed."""
+    quote stays as typed. A change said by itself says what it changes first (Kept.about): "每天早上提醒我喝水；
+    改成每天早上八点吧"."""
+    if about:
+        return f"{memory_text(about)}；{memory_text(clause)}"
     text = clause.strip()
     while (shorter := _FILLER.sub("", text, count=1).strip()) != text and len(shorter) >= 2:
         text = shorter
-    return text
+    asked = _PROPOSAL_LEAD.sub("", text).strip()  # "要不以后每天睡前你给我讲个笑话": what is proposed
+    return asked if len(asked) >= 2 else text
 
 
 def clauses(text: str) -> list[str]:
@@ -443,7 +455,13 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         )
     if _NAME.search(text) and not one_off:
         return Kept("关系", 6, 4, "a name")
-    if _WHEN.search(text) and _PLAN.search(text) and not _CANCEL.search(text) and not _ACQUAINTANCE.match(text):
+    if (
+        _WHEN.search(text)
+        and _PLAN.search(text)
+        and not _CANCEL.search(text)
+        and not _ACQUAINTANCE.match(text)
+        and not (_WISH.search(text) and not _FIRM.search(text))
+    ):
         return Kept("事件", 6, 5, "a plan with its time")
     if _SELF.search(text) and not one_off:
         return Kept("偏好", 5, 6, "a fact about the person")
@@ -579,6 +597,20 @@ def _take_back(
         # the plan or agreement before it, in this turn or the person's turn before, is off
         return [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n, True
     return found, changed_at, False
+
+
+def _changes(clause: str, n: int, found: list[tuple[Kept, str, int]]) -> tuple[Kept, str, int] | None:
+    """The request, agreement or plan (rank 0 or 5) kept in this turn or the two before that a change said
+    by itself (_CHANGE) is a new version of: the latest one."""
+    if not _CHANGE.match(_FILLER.sub("", clause)):
+        return None
+    return next((f for f in reversed(found) if f[2] >= n - 2 and f[0].rank in (0, 5)), None)
+
+
+def _bare_change(clause: str) -> bool:
+    """Whether a change names nothing but its new time ("改到明天吧"): with nothing it changes, no memory."""
+    rest = _WHEN.sub("", _CHANGE.sub("", _FILLER.sub("", clause)))
+    return len(re.sub(r"[早中晚上下午点半的吧了啊呀哈嘛呗\s]", "", rest)) < 2
 
 
 def _agreed(parts: list[str], i: int) -> Kept:
@@ -767,7 +799,15 @@ def candidates(
                 ) or _from_context(parts, i, n, found, secret_from, changed_at, n in answers)
                 if kept is not None and kept.rank != 0 and _marked(parts, i, _MARKER):
                     kept = _agreed(parts, i)  # "我们约好了 / 每年春节…": the agreement, not a plan
-            if kept is not None and kept.rank != 0 and typed in votes and votes[typed][0] < veto_below:
+            changed = _changes(clause, n, found)
+            if changed is not None and (kept is None or kept.rank != changed[0].rank):
+                # "改成每天早上八点吧" after "每天早上提醒我喝水": a new version of that request, not a plan of
+                # its own; the memory says what it changes
+                kept = dataclasses.replace(changed[0], cue=f"a new version of 「{changed[1]}」", about=changed[1])
+            elif changed is None and _CHANGE.match(_FILLER.sub("", clause)) and _bare_change(clause):
+                read(n, typed, "-", "a change with nothing kept to change (「改到明天吧」)")
+                continue
+            elif kept is not None and kept.rank != 0 and typed in votes and votes[typed][0] < veto_below:
                 read(n, typed, "-", f"{kept.cue}, but the examples' vote {votes[typed][0]:.2f} says no")
                 continue
             if kept is None:
@@ -789,7 +829,7 @@ def candidates(
             if supposing and kept.rank != 0:
                 read(n, typed, "-", "supposed, not told (after 如果/万一…)")
                 continue
-            if _REPLACE.match(_FILLER.sub("", clause)):
+            if _REPLACE.match(_FILLER.sub("", clause)) or changed is not None:
                 found = dropped(found, _retract(found, n, same_rank=kept.rank), f"「{typed}」 (a new version)")
             if (
                 _REASON.match(_FILLER.sub("", clause))
