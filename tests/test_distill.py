@@ -479,6 +479,11 @@ def test_install_marks_when_ombre_started_and_doctor_says_where_distillation_rea
     # taken back in the next turn, or never answered yes
     ([("person", "以后每周五晚上九点我们视频吧，好不好？"), ("assistant", "好呀"), ("person", "算了，还是不了，最近太忙")], []),
     ([("person", "以后每周五晚上九点我们视频吧，好不好？"), ("assistant", "周五你不是要加班吗？")], []),
+    # asked with 咋样 / 怎么样, which ask about the proposal, not for a fact
+    ([("person", "以后周末我们一起做饭打卡咋样"), ("assistant", "好啊"), ("person", "那说好了哈")],
+     [("约定", "以后周末我们一起做饭打卡")]),
+    # put off in so many words after it was accepted
+    ([("person", "下周五我们去爬山吧"), ("assistant", "好呀"), ("person", "不行 下周五我有事 以后再说吧")], []),
 ])
 def test_an_agreement_made_across_turns_is_kept(turns, kept):
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
@@ -494,6 +499,7 @@ def _kept(turns) -> list[tuple[str, str]]:
     # a decision or a standing rule of the person's own is a commitment
     ([("person", "我决定了 以后每天晚上跑步二十分钟"), ("assistant", "好！")], [("承诺", "以后每天晚上跑步二十分钟")]),
     ([("person", "从下个月开始我每周只点一次外卖"), ("assistant", "支持")], [("承诺", "从下个月开始我每周只点一次外卖")]),
+    ([("person", "我下定决心了 今年要减掉十斤"), ("assistant", "加油！")], [("承诺", "今年要减掉十斤")]),
     # said as already agreed with someone: the content beside the marker is what is kept
     ([("person", "我跟我姐约好了 每年春节轮流回父母家"), ("assistant", "好办法")], [("约定", "每年春节轮流回父母家")]),
     # a wish, a hope or "以后再说" is no decision

@@ -134,7 +134,7 @@ _ADDRESSED = re.compile(
 )
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
 _MARKER_WORDS = re.compile(
-    r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|"
+    r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|下定决心|下决心|"
     r"从(?:今天|今晚|明天|明早|下周|下个?星期|下个?礼拜|这个月|下个月|现在|今年|明年)(?:开始|起)"
 )
 _MARKER_REST = re.compile(
@@ -263,8 +263,10 @@ _SUPPOSE = re.compile(r"如果|要是|假如|万一|我猜|说不定")
 _CANCEL = re.compile(
     r"本来|原本|原来打算|算了|取消|推迟|延期|不去了|不请了|不来了|不办了|不买了|不报了|不学了|不考了|还是不了|改天再说|拉倒|泡汤|"
     r"不用我.{0,2}了|用不着我|鸽了|放我鸽子|没戏了|去不成|不折腾了|不搞了|作罢|改天吧|下次吧|"
-    r"黄了|就不.{0,3}了|不用去了|去不了了|没去成"
+    r"黄了|就不.{0,3}了|不用去了|去不了了|没去成|以后再说|下次再说|回头再说"
 )
+# put off in so many words ("以后再说吧"): its "以后…说" is no request to the companion
+_PUT_OFF = re.compile(r"^(?:那|那就|还是)?(?:以后|下次|回头|改天)再说(?:吧|啦|了|哈)?$")
 _ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上周|上礼拜|今早")
 # a correction of what was just said: the kept clause before it goes ("哦不对 是11月3号")
 _CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了|打错了|写错了")
@@ -593,7 +595,7 @@ def _take_back(
         return [f for f in found if f[2] < n - 2], changed_at, True  # this turn's and the one before's claims
     if _CORRECTION.search(clause) and changed_at != n:  # "不对不对 … 打错了" is one correction
         found, changed_at = _retract(found, n), n
-    if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause)):
+    if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause) or _PUT_OFF.match(clause)):
         # the plan or agreement before it, in this turn or the person's turn before, is off
         return [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n, True
     return found, changed_at, False
@@ -618,7 +620,7 @@ def _agreed(parts: list[str], i: int) -> Kept:
     "从今天开始") is a commitment, one made with someone an agreement."""
     beside = " ".join(parts[j] for j in (i - 1, i + 1) if 0 <= j < len(parts))
     return Kept(
-        "承诺" if re.search(r"决定|开始|起$", beside) else "约定", 7, 0, "beside an agreement or decision said so"
+        "承诺" if re.search(r"决定|决心|开始|起$", beside) else "约定", 7, 0, "beside an agreement or decision said so"
     )
 
 
@@ -673,7 +675,7 @@ def _proposal(parts: list[str], i: int) -> bool:
     return (
         asked
         and bool(_PROPOSAL.search(clause) and _STANDING.search(clause))
-        and not _WH.search(clause)
+        and not _WH.search(_PROPOSAL_ASK.sub("", clause))  # "…咋样" / "…怎么样" asks about the proposal
         and not _HYPOTHETICAL.search(clause)
         and not _CANCEL.search(clause)
     )
