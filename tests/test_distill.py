@@ -500,6 +500,7 @@ def _kept(turns) -> list[tuple[str, str]]:
     ([("person", "我决定了 以后每天晚上跑步二十分钟"), ("assistant", "好！")], [("承诺", "以后每天晚上跑步二十分钟")]),
     ([("person", "从下个月开始我每周只点一次外卖"), ("assistant", "支持")], [("承诺", "从下个月开始我每周只点一次外卖")]),
     ([("person", "我下定决心了 今年要减掉十斤"), ("assistant", "加油！")], [("承诺", "今年要减掉十斤")]),
+    ([("person", "咱们定个规矩 吵架不过夜"), ("assistant", "好，不过夜")], [("约定", "吵架不过夜")]),
     # said as already agreed with someone: the content beside the marker is what is kept
     ([("person", "我跟我姐约好了 每年春节轮流回父母家"), ("assistant", "好办法")], [("约定", "每年春节轮流回父母家")]),
     # a wish, a hope or "以后再说" is no decision
@@ -522,6 +523,7 @@ def test_asking_to_be_held_to_a_decision_strengthens_it():
     [("person", "我以后每天六点起床背单词"), ("assistant", "好厉害"), ("person", "算了 起不来的")],
     [("person", "我以后每天六点起床背单词"), ("assistant", "好厉害"), ("person", "起不来的 算了")],
     [("person", "以后你叫我公主殿下吧 哈哈 开玩笑的 别真叫")],
+    [("person", "以后叫我哥 哈哈哈哈 不用当真"), ("assistant", "哈哈好")],
     # a complaint about today or tomorrow is not a plan, nor is something the person cannot do this week
     [("person", "明天还得七点到公司 烦死"), ("assistant", "早点睡吧")],
     [("person", "明天要交报告了 好慌"), ("assistant", "你可以的")],
@@ -554,6 +556,15 @@ def test_a_change_said_by_itself_is_a_new_version_of_what_it_changes():
     # never what was not a request, an agreement or a plan
     assert _kept([("person", "我对芒果过敏"), ("assistant", "记住了"), ("person", "改到明天吧")]) == [
         ("偏好", "我对芒果过敏")]
+
+
+def test_a_correction_that_gives_only_the_new_time_is_the_corrected_one():
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(
+        [("person", "我明天要去面试"), ("assistant", "加油"), ("person", "不对不对 是后天下午")])])
+    assert [(c.type, c.content, c.quote) for c in got] == [("事件", "我明天要去面试；更正：是后天下午", "是后天下午")]
+    # a correction with a whole new version of its own keeps just that, and the reason after it is no memory
+    assert _kept([("person", "你答应我每天早上七点叫我起床哈"), ("assistant", "好"),
+                  ("person", "不对不对，每天早上七点半叫我，七点太早了")]) == [("规则", "每天早上七点半叫我")]
 
 
 def test_a_wish_is_not_a_plan_unless_it_is_settled():

@@ -145,7 +145,7 @@ def rules_candidates(
     return [
         Candidate(
             kept.kind,
-            distill_rules.memory_text(clause, kept.about),
+            distill_rules.memory_text(clause, kept.before),
             clause,
             kept.importance,
             turns[n].uuid,

@@ -135,6 +135,7 @@ _ADDRESSED = re.compile(
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
 _MARKER_WORDS = re.compile(
     r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|下定决心|下决心|"
+    r"[定立]个(?:规矩|规则)|约法三章|"
     r"从(?:今天|今晚|明天|明早|下周|下个?星期|下个?礼拜|这个月|下个月|现在|今年|明年)(?:开始|起)"
 )
 _MARKER_REST = re.compile(
@@ -280,7 +281,8 @@ _CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换
 _CHOSEN_NOW = re.compile(r"^(?:我|我们|咱们|那|那我)?还是不(?!.*(?:决定|以后|今后|从|每|再也))[^，。]{0,8}了$")
 # what was just said is taken back as a joke ("签证都办好了（不是）", "哈哈 骗你的")
 _JOKE = re.compile(
-    r"[(（]不是[)）]|逗你(?:玩)?的|骗你的|开玩笑的|开个玩笑|瞎说的|瞎扯的|吹牛的|我编的|(?i:\bjk\b|just kidding)"
+    r"[(（]不是[)）]|逗你(?:玩)?的|骗你的|开玩笑的|开个玩笑|瞎说的|瞎扯的|吹牛的|我编的|(?:不用|别|不要)当真|"
+    r"(?i:\bjk\b|just kidding)"
 )
 # what was just said, taken back in so many words, wherever in the turn ("想让你喊我宝宝 哈哈当我没说 …",
 # "以后每周给你写首诗" → "当我没说"), and "别真叫" after a joke: nothing of it stays
@@ -352,7 +354,9 @@ class Kept:
     importance: int
     rank: int  # lower is more binding: what is kept first when there are more than MAX_CANDIDATES
     cue: str = ""  # what decided it (distill --explain)
-    about: str = ""  # for a new version said by its change alone ("改成八点吧"), the clause it changes
+    # what the memory text says before the clause, for a new version said by its change alone: the clause it
+    # changes ("每天早上提醒我喝水；" + "改成每天早上八点吧", "我明天要去面试；更正：" + "是后天")
+    before: str = ""
 
 
 @functools.cache
@@ -368,12 +372,11 @@ def plain(clause: str) -> str:
     return _to_simplified()(clause).replace("咱家", "我家").replace("俺", "我")
 
 
-def memory_text(clause: str, about: str = "") -> str:
+def memory_text(clause: str, before: str = "") -> str:
     """What a kept clause says, without the talk around it ("再说一次哦：我对芒果过敏" → "我对芒果过敏"); the
-    quote stays as typed. A change said by itself says what it changes first (Kept.about): "每天早上提醒我喝水；
-    改成每天早上八点吧"."""
-    if about:
-        return f"{memory_text(about)}；{memory_text(clause)}"
+    quote stays as typed. A change said by itself says what it changes first (Kept.before)."""
+    if before:
+        return before + memory_text(clause)
     text = clause.strip()
     while (shorter := _FILLER.sub("", text, count=1).strip()) != text and len(shorter) >= 2:
         text = shorter
@@ -609,10 +612,12 @@ def _changes(clause: str, n: int, found: list[tuple[Kept, str, int]]) -> tuple[K
     return next((f for f in reversed(found) if f[2] >= n - 2 and f[0].rank in (0, 5)), None)
 
 
-def _bare_change(clause: str) -> bool:
-    """Whether a change names nothing but its new time ("改到明天吧"): with nothing it changes, no memory."""
-    rest = _WHEN.sub("", _CHANGE.sub("", _FILLER.sub("", clause)))
-    return len(re.sub(r"[早中晚上下午点半的吧了啊呀哈嘛呗\s]", "", rest)) < 2
+def _bare(clause: str) -> bool:
+    """Whether a change or a correction names nothing but its new time ("改到明天吧", "不对 是后天下午"): a new
+    version of what it changes, which has no memory without it."""
+    rest = _CHANGE.sub("", _CORRECTION.sub("", _FILLER.sub("", clause)))
+    rest = _WHEN.sub("", re.sub(r"^(?:应该|其实)?是", "", rest.strip("，, ")))
+    return len(re.sub(r"上午|下午|早上|晚上|中午|凌晨|半|[\d的吧了啊呀哈嘛呗号\s]", "", rest)) < 2
 
 
 def _agreed(parts: list[str], i: int) -> Kept:
@@ -756,12 +761,17 @@ def candidates(
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
         best_vote: tuple[float, tuple[Kept, str, int]] | None = None
         supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
+        corrected: tuple[Kept, str, int] | None = None  # what a correction in this turn took back
         recalling = any(_RECALL_ASK.search(p) for p in parts)
         i = -1
         for piece in pieces:
             if len(piece) < 3:  # too short to keep, but it may take back what came before it ("算了", "不了")
                 if piece and _TAKE_BACK.search(plain(piece)):
                     found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{piece}」"), None
+                elif piece and _CORRECTION.search(plain(piece)) and changed_at != n:  # "不对 是后天"
+                    left = _retract(found, n)
+                    corrected = next((f for f in reversed(found) if f not in left), None)
+                    found, changed_at, best_vote = dropped(found, left, f"「{piece}」"), n, None
                 continue
             i += 1
             typed, clause = originals[i], parts[i]
@@ -773,6 +783,8 @@ def candidates(
             earlier = found
             found, changed_at, spent = _take_back(clause, n, found, changed_at)
             dropped(earlier, found, f"「{typed}」")
+            if changed_at != before and _CORRECTION.search(clause):
+                corrected = next((f for f in reversed(earlier) if f not in found), None)
             if spent or changed_at != before:
                 best_vote = None
             if spent:
@@ -802,11 +814,18 @@ def candidates(
                 if kept is not None and kept.rank != 0 and _marked(parts, i, _MARKER):
                     kept = _agreed(parts, i)  # "我们约好了 / 每年春节…": the agreement, not a plan
             changed = _changes(clause, n, found)
-            if changed is not None and (kept is None or kept.rank != changed[0].rank):
+            if changed is not None and (kept is None or kept.rank != changed[0].rank or _bare(clause)):
                 # "改成每天早上八点吧" after "每天早上提醒我喝水": a new version of that request, not a plan of
                 # its own; the memory says what it changes
-                kept = dataclasses.replace(changed[0], cue=f"a new version of 「{changed[1]}」", about=changed[1])
-            elif changed is None and _CHANGE.match(_FILLER.sub("", clause)) and _bare_change(clause):
+                kept = dataclasses.replace(
+                    changed[0], cue=f"a new version of 「{changed[1]}」", before=f"{memory_text(changed[1])}；"
+                )
+            elif corrected is not None and _bare(clause) and (_WHEN.search(clause) or re.search(r"\d", clause)):
+                # "不对 是后天" after "我明天要去面试": the corrected one, with its new time
+                kept = dataclasses.replace(
+                    corrected[0], cue=f"corrects 「{corrected[1]}」", before=f"{memory_text(corrected[1])}；更正："
+                )
+            elif changed is None and _CHANGE.match(_FILLER.sub("", clause)) and _bare(clause):
                 read(n, typed, "-", "a change with nothing kept to change (「改到明天吧」)")
                 continue
             elif kept is not None and kept.rank != 0 and typed in votes and votes[typed][0] < veto_below:
@@ -846,6 +865,7 @@ def candidates(
             if typed not in seen:
                 seen.add(typed)
                 found.append((kept, typed, n))
+                corrected = None  # the correction has its new version
                 read(n, typed, kept.kind, kept.cue)
         found = _gone_on(found, n, text, seen, log)
         # the examples add at most one clause a turn, their likeliest
