@@ -79,6 +79,15 @@ def test_a_change_the_distiller_read_by_itself_replaces_the_request_it_changes(r
     assert not rules.store.get(old.id).current
 
 
+def test_a_thing_first_change_the_distiller_kept_replaces_the_reminder_it_changes(rules):
+    from ombre.write.async_distill import Turn, rules_candidates
+
+    old = hold(rules, "每天提醒我喝水", type="承诺", quote="以后每天提醒我喝水")
+    [c] = rules_candidates([Turn("person", "喝水的提醒改成每两小时一次", "u0")])
+    new = hold(rules, c.content, type=c.type, quote=c.quote)
+    assert new.arbitration["action"] == "overwrite" and new.arbitration["target"] == old.id
+
+
 def test_case_b_nickname_at_home_and_full_name_with_family_coexist(rules):
     home = hold(rules, "在家叫她小满", type="规则", quote="在家就叫我小满")
     family = hold(rules, "有家人在时叫她全名", type="规则", quote="有家人在的时候叫我全名")

@@ -567,6 +567,30 @@ def test_a_correction_that_gives_only_the_new_time_is_the_corrected_one():
                   ("person", "不对不对，每天早上七点半叫我，七点太早了")]) == [("规则", "每天早上七点半叫我")]
 
 
+def test_a_change_said_thing_first_is_a_commitment_and_a_change_moves_the_agreement_not_the_reason():
+    assert _kept([("person", "喝水的提醒改成每两小时一次"), ("assistant", "好的")]) == [
+        ("承诺", "喝水的提醒改成每两小时一次")]
+    assert _kept([("person", "早饭提醒往后推半小时"), ("assistant", "好")]) == [("承诺", "早饭提醒往后推半小时")]
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(
+        [("person", "我们周五视频吧 好不好"), ("assistant", "好呀"), ("person", "等等 周五我要加班 改成周六吧")])])
+    assert ("约定", "我们周五视频；改成周六吧") in [(c.type, c.content) for c in got]
+
+
+def test_something_for_later_today_with_no_hour_is_no_plan(tmp_path):
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    assert _kept([("person", "今晚要早点睡"), ("assistant", "好")]) == []
+    assert _kept([("person", "下午两点字节二面"), ("assistant", "加油")]) == [("事件", "下午两点字节二面")]
+    # nor do the examples add it, however like an errand worth keeping it reads
+    rows = [{"text": t, "keep": True, "kind": "事件"} for t in ("下周要去拿护照", "周六要去拿体检报告", "月底要去拿证")]
+    rows += [{"text": t, "keep": False, "kind": ""} for t in ("今天好热", "困死了", "哈哈哈哈")]
+    examples = distill_rules.Examples(USEEmbedder(), rows)
+    turns = [Turn("person", "下午要去拿快递", "u0"), Turn("assistant", "好", "u1")]
+    assert rules_candidates(turns, examples) == []
+    assert [c.quote for c in rules_candidates([Turn("person", "月底要去拿快递", "u0")], examples)] == ["月底要去拿快递"]
+
+
 def test_a_wish_is_not_a_plan_unless_it_is_settled():
     assert _kept([("person", "周末想去看电影"), ("assistant", "看什么呀")]) == []
     assert _kept([("person", "下周想去趟北京"), ("assistant", "去干嘛")]) == []

@@ -275,6 +275,13 @@ _CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错
 _REPLACE = re.compile(r"^(?:改成|改到|改为|换成|算了还是|还是.{1,12}吧$)")
 # a change said by itself ("改成早上八点吧", "换到周四"): a new version of the request, agreement or plan just
 # kept, of that kind whatever its own words say
+# a change said thing-first ("喝水的提醒改成每两小时一次", "跑步以后改成晚上跑", "早饭提醒往后推半小时"): of
+# something standing (a reminder, from now on, every…, ours) it is a commitment, whose slot is the thing
+# (arbitration replaces the old one)
+_THING_CHANGE = re.compile(
+    r"^(?!改|换|挪|推|提前)[^，。？?]{1,12}?(?:改成|改到|改为|换成|换到|挪到|推到|往后推|往后挪|往前挪|提前到|提前|推迟到|推迟)"
+)
+_STANDING_THING = re.compile(r"提醒|闹钟|以后|每|我们|咱们|你")
 _CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到)")
 # a choice not to, made now, after all ("算了，还是不喝了", "还是不分手了"): what the person will not do this time,
 # under any cue. Not what happened after all ("还是分手了": news), nor a decision from now on ("还是决定以后不喝了")
@@ -309,6 +316,10 @@ _NOT_RESOLVED = re.compile(r"想|希望|会好|会有|再说|有机会|有空|�
 # a complaint or a state about today or tomorrow ("明天还得六点起 想哭", "周六也回不了家"): no plan
 _NEAR = re.compile(r"今天|今晚|今早|明天|明早|明晚|明儿|后天|这两天")
 _THIS_WEEK = re.compile(r"这周|周[一二三四五六日天末]")
+# something for later today with no hour ("今晚要早点睡", "下午要去拿快递"): over before a memory of it could
+# matter; a plan at an hour today is kept ("下午两点字节二面"), and so is what starts today ("今晚开始每天…")
+_TODAY = re.compile(r"^(?:我|我们)?(?:今天|今晚|今早|今儿|今天晚上|等会儿?|待会儿?|一会儿|马上|下午|上午|中午|晚上)")
+_FROM_TODAY = re.compile(r"每|以后|开始|起|一般|总是|经常|都")
 _CHORE = re.compile(r"还得|又得|又要|还要|回不了|去不了|来不了|走不了|没法|没空")
 _CLOCK = re.compile(
     r"\d{1,2}\s*[点:：]|[一二两三四五六七八九十]{1,3}点"
@@ -438,6 +449,8 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         and len(text) >= 5
     ):
         return Kept("承诺", 7, 0, "a decision of the person's own")
+    if _THING_CHANGE.match(text) and _STANDING_THING.search(text) and not _CANCEL.search(text):
+        return Kept("承诺", 7, 0, "a change to a standing arrangement, said thing-first")
     if _FEAR.search(text) and re.search(r"我|这事|这件事|吃药|确诊|不知道|没发现", text):
         return Kept("感受", 7, 1, "a fear or a secret")
     if (
@@ -466,6 +479,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         and not _CANCEL.search(text)
         and not _ACQUAINTANCE.match(text)
         and not (_WISH.search(text) and not _FIRM.search(text))
+        and not _later_today(text)
     ):
         return Kept("事件", 6, 5, "a plan with its time")
     if _SELF.search(text) and not one_off:
@@ -567,10 +581,15 @@ def _retract(found: list[tuple[Kept, str, int]], n: int, same_rank: int | None =
 VOTED_RANK = 7
 
 
+def _later_today(text: str) -> bool:
+    return bool(_TODAY.search(text)) and not _CLOCK.search(text) and not _FROM_TODAY.search(text)
+
+
 def _hard_negative(clause: str) -> bool:
     text = _FILLER.sub("", _QUOTED.sub("X", clause))
     return bool(
-        _QUESTION_END.search(text)
+        _later_today(plain(text))
+        or _QUESTION_END.search(text)
         or _RECALL_ASK.search(text)
         or _QUESTION.search(text)
         and not _TO_YOU.search(text)
@@ -605,11 +624,13 @@ def _take_back(
 
 
 def _changes(clause: str, n: int, found: list[tuple[Kept, str, int]]) -> tuple[Kept, str, int] | None:
-    """The request, agreement or plan (rank 0 or 5) kept in this turn or the two before that a change said
-    by itself (_CHANGE) is a new version of: the latest one."""
+    """The request, agreement or plan kept in this turn or the two before that a change said by itself
+    (_CHANGE) is a new version of: the latest request or agreement (rank 0), else the latest plan (rank 5).
+    ("我们周五视频吧" → "周五我要加班 改成周六吧": the agreement moves, not the overtime.)"""
     if not _CHANGE.match(_FILLER.sub("", clause)):
         return None
-    return next((f for f in reversed(found) if f[2] >= n - 2 and f[0].rank in (0, 5)), None)
+    near = [f for f in reversed(found) if f[2] >= n - 2]
+    return next((f for f in near if f[0].rank == 0), None) or next((f for f in near if f[0].rank == 5), None)
 
 
 def _bare(clause: str) -> bool:
