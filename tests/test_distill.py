@@ -524,6 +524,7 @@ def test_asking_to_be_held_to_a_decision_strengthens_it():
     [("person", "我以后每天六点起床背单词"), ("assistant", "好厉害"), ("person", "起不来的 算了")],
     [("person", "以后你叫我公主殿下吧 哈哈 开玩笑的 别真叫")],
     [("person", "以后叫我哥 哈哈哈哈 不用当真"), ("assistant", "哈哈好")],
+    [("person", "以后你每天早上叫我起床"), ("assistant", "好"), ("person", "还是别了 我有闹钟")],
     # a complaint about today or tomorrow is not a plan, nor is something the person cannot do this week
     [("person", "明天还得七点到公司 烦死"), ("assistant", "早点睡吧")],
     [("person", "明天要交报告了 好慌"), ("assistant", "你可以的")],
@@ -571,6 +572,9 @@ def test_a_change_said_thing_first_is_a_commitment_and_a_change_moves_the_agreem
     assert _kept([("person", "喝水的提醒改成每两小时一次"), ("assistant", "好的")]) == [
         ("承诺", "喝水的提醒改成每两小时一次")]
     assert _kept([("person", "早饭提醒往后推半小时"), ("assistant", "好")]) == [("承诺", "早饭提醒往后推半小时")]
+    # in the same run, the reminder it changes goes
+    assert _kept([("person", "每天晚上九点提醒我吃药"), ("assistant", "好的"), ("person", "吃药的提醒改成十点吧")]) == [
+        ("承诺", "吃药的提醒改成十点吧")]
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(
         [("person", "我们周五视频吧 好不好"), ("assistant", "好呀"), ("person", "等等 周五我要加班 改成周六吧")])])
     assert ("约定", "我们周五视频；改成周六吧") in [(c.type, c.content) for c in got]
@@ -589,6 +593,12 @@ def test_something_for_later_today_with_no_hour_is_no_plan(tmp_path):
     turns = [Turn("person", "下午要去拿快递", "u0"), Turn("assistant", "好", "u1")]
     assert rules_candidates(turns, examples) == []
     assert [c.quote for c in rules_candidates([Turn("person", "月底要去拿快递", "u0")], examples)] == ["月底要去拿快递"]
+
+
+def test_my_mothers_company_is_no_request_to_the_companion():
+    # "陪我妈" is the person's plan with their mother, not "陪我" asked of the companion
+    assert _kept([("person", "周日我要陪我妈"), ("assistant", "好")]) == [("事件", "周日我要陪我妈")]
+    assert _kept([("person", "以后周末你陪我聊聊天"), ("assistant", "好")])[0][0] in ("承诺", "约定")
 
 
 def test_a_wish_is_not_a_plan_unless_it_is_settled():

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
+from ..memory.slot import slot_of
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -113,13 +115,22 @@ _QUESTION = re.compile(
 _WH = re.compile(r"什么|怎么|咋|为什么|为啥|哪|谁|多少|几[点号个天]|^你觉得|^你说|^你猜|是不是|有没有|要不要")
 # the question a request asks the companion to put to the person ("每次下播你都问我一句今天嗓子咋样")
 _ASKED_OF_ME = re.compile(r"问(?:问)?我.*$")
+# "陪我妈", "给我哥", "跟我姐": the person's kin, not the person (no request to the companion)
+_KIN = r"(?![妈爸爷奶姥外公婆哥姐弟妹儿女闺孙媳家])"
 # said to the companion about how it should be from now on
 _ONGOING = r"(?:以后|今后|从今|从现在|往后|每次|每回|每当|每天|每晚|每周|每个|每逢|不管|无论|到时候|等我|下次|只要)"
 _TO_YOU = re.compile(
-    _ONGOING + r".{0,24}(?:你|提醒|叫我|喊我|陪|跟我|给我|回我|催|夸|骂|监督|打卡|问我|告诉我|说)|"
+    _ONGOING
+    + r".{0,24}(?:你|提醒|叫我|喊我|陪(?!我)|(?:陪|跟|给|回)我"
+    + _KIN
+    + r"|催|夸|骂|监督|打卡|问我|告诉我|说)|"
     r"(?:你|帮我).{0,8}(?:要|得|必须|一定|记得|别(?!人)|不要|不许|可别|就|多|少)|"
     r"你(?:也|就|都|要|得).{0,10}(?:回|说|用|叫|陪|提醒|催|夸|骂)|"
-    r"提醒我|叫我|喊我|称呼我|催我|陪我|监督我|记得|别忘了|答应我|说好|约好|约定|拉钩|一言为定|"
+    r"提醒我"
+    + _KIN
+    + r"|叫我|喊我|称呼我|催我|陪我"
+    + _KIN
+    + r"|监督我|记得|别忘了|答应我|说好|约好|约定|拉钩|一言为定|"
     r"我保证|我答应你|我发誓|提我|帮我记|"
     r"(?i:\b(?:don'?t|do not|never|always|please|pls)\b.{0,20}\b(?:call me|remind me|tell me|ask me|say)\b|"
     r"\bcall me\b|\bremind me\b|\bpromise me\b|\bdon'?t (?:bring up|mention|ask)\b)|"
@@ -129,7 +140,10 @@ _TO_YOU = re.compile(
     r"跟我|打扰|聊|讲|开|回)"
 )
 _ADDRESSED = re.compile(
-    r"(?i:me\b)|[你您]|提我|(?:跟|给|陪|回|催|夸|骂|对|叫|喊|提醒|监督|称呼|告诉|问)我|答应|保证|发誓|说好|约好|约定|拉钩|"
+    r"(?i:me\b)|[你您]|提我|(?:跟|给|陪|回|催|提醒|告诉|问)我"
+    + _KIN
+    + r"|(?:夸|骂|对|叫|喊|监督|称呼)我|答应|保证|发誓|"
+    r"说好|约好|约定|拉钩|"
     r"一言为定|一起|别|不要|不许|不准|千万"
 )
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
@@ -296,7 +310,7 @@ _JOKE = re.compile(
 _TAKE_BACK = re.compile(
     r"当我没说|(?:刚才|上面)(?:那句|说的)?(?:不算|作废)|不算数|我收回|收回(?:刚才|那句|这句)|我再想想|再想想吧|"
     r"再考虑(?:一下|考虑)|不了不了|还是不了|^(?:那|哎|唉|啊|呃)?算了(?:吧|算了)?$|^不了$|^不要了$|不弄了|"
-    r"^不用了|^(?:别|不用|不要)真"
+    r"^不用了|^(?:别|不用|不要)真|^(?:那|哎|唉)?还是别(?:了|啦|吧)?$"
 )
 # asking whether the companion remembers ("你还记得我要考啥吗", "我对什么过敏来着"): a question whatever it
 # names, and the person's own earlier words it asks about ("我之前说要提醒我交电费 / 是几号来着") with it
@@ -871,6 +885,14 @@ def candidates(
             if supposing and kept.rank != 0:
                 read(n, typed, "-", "supposed, not told (after 如果/万一…)")
                 continue
+            if _THING_CHANGE.match(_FILLER.sub("", clause)) and kept.rank == 0:
+                # "吃药的提醒改成十点吧" after "每天晚上九点提醒我吃药": the old one, the same thing, goes
+                same = slot_of(clause)
+                found = dropped(
+                    found,
+                    [f for f in found if not (f[0].rank == 0 and f[2] >= n - 2 and slot_of(plain(f[1])).same_as(same))],
+                    f"「{typed}」 (a new version)",
+                )
             if _REPLACE.match(_FILLER.sub("", clause)) or changed is not None:
                 found = dropped(found, _retract(found, n, same_rank=kept.rank), f"「{typed}」 (a new version)")
             if (
