@@ -563,6 +563,10 @@ def test_a_correction_that_gives_only_the_new_time_is_the_corrected_one():
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(
         [("person", "我明天要去面试"), ("assistant", "加油"), ("person", "不对不对 是后天下午")])])
     assert [(c.type, c.content, c.quote) for c in got] == [("事件", "我明天要去面试；更正：是后天下午", "是后天下午")]
+    # the new time corrects what named a time; the rest of that turn stays (the product check lost the wedding)
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(
+        [("person", "我妹妹下周四结婚，我要当伴娘"), ("assistant", "恭喜"), ("person", "不对 是下周五")])])
+    assert sorted(c.content for c in got) == ["我妹妹下周四结婚；更正：是下周五", "我要当伴娘"]
     # a correction with a whole new version of its own keeps just that, and the reason after it is no memory
     assert _kept([("person", "你答应我每天早上七点叫我起床哈"), ("assistant", "好"),
                   ("person", "不对不对，每天早上七点半叫我，七点太早了")]) == [("规则", "每天早上七点半叫我")]

@@ -734,6 +734,8 @@ def why_not(clause: str) -> str:
         return "says there is an agreement or a secret: what is kept is beside it"
     if (_CONFIRM.match(text) or _ACCEPT.match(text) and len(text) <= 4) and not _QUESTION_END.search(text):
         return "a yes or a confirmation: what is agreed is the proposal"
+    if _CORRECTION.fullmatch(text.strip("，,。！!~～ ")) or re.fullmatch(r"(?:不对)+", text):
+        return "a correction"  # "不对不对" reads as an A-not-A question otherwise
     for pattern, reason in (
         (_RECALL_ASK, "asks what was said: a question"),
         (_QUESTION_END, "a question"),
@@ -796,7 +798,7 @@ def candidates(
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
         best_vote: tuple[float, tuple[Kept, str, int]] | None = None
         supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
-        corrected: tuple[Kept, str, int] | None = None  # what a correction in this turn took back
+        corrected: list[tuple[Kept, str, int]] = []  # what a correction in this turn took back
         recalling = any(_RECALL_ASK.search(p) for p in parts)
         i = -1
         for piece in pieces:
@@ -805,7 +807,7 @@ def candidates(
                     found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{piece}」"), None
                 elif piece and _CORRECTION.search(plain(piece)) and changed_at != n:  # "不对 是后天"
                     left = _retract(found, n)
-                    corrected = next((f for f in reversed(found) if f not in left), None)
+                    corrected = [f for f in found if f not in left]
                     found, changed_at, best_vote = dropped(found, left, f"「{piece}」"), n, None
                 continue
             i += 1
@@ -819,7 +821,7 @@ def candidates(
             found, changed_at, spent = _take_back(clause, n, found, changed_at)
             dropped(earlier, found, f"「{typed}」")
             if changed_at != before and _CORRECTION.search(clause):
-                corrected = next((f for f in reversed(earlier) if f not in found), None)
+                corrected = [f for f in earlier if f not in found]
             if spent or changed_at != before:
                 best_vote = None
             if spent:
@@ -855,10 +857,16 @@ def candidates(
                 kept = dataclasses.replace(
                     changed[0], cue=f"a new version of 「{changed[1]}」", before=f"{memory_text(changed[1])}；"
                 )
-            elif corrected is not None and _bare(clause) and (_WHEN.search(clause) or re.search(r"\d", clause)):
-                # "不对 是后天" after "我明天要去面试": the corrected one, with its new time
+            elif corrected and _bare(clause) and (_WHEN.search(clause) or re.search(r"\d", clause)):
+                # "不对 是后天" after "我明天要去面试": the corrected one (the latest that names a time), with its
+                # new time; what the time does not correct stays ("我妹妹下周四结婚，我要当伴娘")
+                target = ([f for f in corrected if _WHEN.search(plain(f[1]))] or corrected)[-1]
+                for f in corrected:
+                    if f is not target and f not in found:
+                        found.append(f)
+                        log.get((f[2], f[1]), {}).pop("taken_back", None)
                 kept = dataclasses.replace(
-                    corrected[0], cue=f"corrects 「{corrected[1]}」", before=f"{memory_text(corrected[1])}；更正："
+                    target[0], cue=f"corrects 「{target[1]}」", before=f"{memory_text(target[1])}；更正："
                 )
             elif changed is None and _CHANGE.match(_FILLER.sub("", clause)) and _bare(clause):
                 read(n, typed, "-", "a change with nothing kept to change (「改到明天吧」)")
@@ -908,7 +916,7 @@ def candidates(
             if typed not in seen:
                 seen.add(typed)
                 found.append((kept, typed, n))
-                corrected = None  # the correction has its new version
+                corrected = []  # the correction has its new version
                 read(n, typed, kept.kind, kept.cue)
         found = _gone_on(found, n, text, seen, log)
         # the examples add at most one clause a turn, their likeliest
