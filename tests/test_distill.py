@@ -596,6 +596,8 @@ def test_something_for_later_today_with_no_hour_is_no_plan(tmp_path):
     examples = distill_rules.Examples(USEEmbedder(), rows)
     turns = [Turn("person", "下午要去拿快递", "u0"), Turn("assistant", "好", "u1")]
     assert rules_candidates(turns, examples) == []
+    # nor what happened just now (the demo's chat: 「刚才同事还塞给我一盒芒果班戟」)
+    assert rules_candidates([Turn("person", "刚才要去拿快递", "u0")], examples) == []
     assert [c.quote for c in rules_candidates([Turn("person", "月底要去拿快递", "u0")], examples)] == ["月底要去拿快递"]
 
 
