@@ -366,6 +366,21 @@ def test_handoff_pack_quotes_only_what_was_said(project):
     assert prepare(path).render().splitlines()[2:] == text.splitlines()[2:]  # same input, same pack
 
 
+def test_a_change_to_a_promise_rides_in_the_handoff_beside_it(project):
+    """The next window must not keep the old time: the change said after a request is an open item too."""
+    b = SessionBuilder(random.Random(7))
+    b.metadata()
+    for said, answer in (("每天早上七点提醒我喝一杯温水", "好的，每天七点提醒你。"),
+                         ("嗯 改成七点半吧 七点我还没醒", "好，改成七点半。")):
+        b.say(said)
+        b.reply([{"type": "text", "text": answer}])
+    project.mkdir(parents=True, exist_ok=True)
+    path = project / f"{b.sid}.jsonl"
+    path.write_text(b.text())
+    items = [row.text for row in prepare(path).open_items]
+    assert items[0] == "每天早上七点提醒我喝一杯温水" and "嗯 改成七点半吧 七点我还没醒" in items[1:]
+
+
 # -- the command line ----------------------------------------------------------------------------------------
 def ombre(args: list[str], env: dict[str, str], **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ombre.cli", *args], env={**os.environ, **env, **extra},

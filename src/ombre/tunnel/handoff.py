@@ -33,7 +33,9 @@ STATE = re.compile(
 )
 PROMISE = re.compile(
     r"答应|约好|约定|说好|说定|一言为定|记得|提醒|别忘|下次|明天|后天|周[一二三四五六日天]|星期|待会|"
-    r"等会|要去|打算|计划|一定会|保证|承诺|以后每|每天|每周|每晚"
+    r"等会|要去|打算|计划|一定会|保证|承诺|以后每|每天|每周|每晚|"
+    # a change to one of them ("嗯 改成七点半吧"): without it the next window keeps the old time
+    r"改成|改到|改为|换成|换到|挪到|推到|推迟|提前到"
 )
 RED_LINE = re.compile(r"不要|别再|千万别|绝不|讨厌|不喜欢|不许|过敏|受不了|底线|不能")
 # Too common to say what a conversation is about.
