@@ -607,6 +607,11 @@ def test_my_mothers_company_is_no_request_to_the_companion():
     assert _kept([("person", "以后周末你陪我聊聊天"), ("assistant", "好")])[0][0] in ("承诺", "约定")
 
 
+@pytest.mark.parametrize("said", ["我潮汕人", "我开大货的", "我是夜猫子", "最近迷上了陶艺", "我老花眼", "我不爱热闹"])
+def test_who_the_person_is_said_short_is_kept(said):
+    assert _kept([("person", said), ("assistant", "嗯嗯")]) == [("偏好", said)]
+
+
 def test_a_wish_is_not_a_plan_unless_it_is_settled():
     assert _kept([("person", "周末想去看电影"), ("assistant", "看什么呀")]) == []
     assert _kept([("person", "下周想去趟北京"), ("assistant", "去干嘛")]) == []
