@@ -612,6 +612,16 @@ def test_who_the_person_is_said_short_is_kept(said):
     assert _kept([("person", said), ("assistant", "嗯嗯")]) == [("偏好", said)]
 
 
+@pytest.mark.parametrize("said, kind", [
+    ("大名林子墨", "关系"), ("小名小宝", "关系"), ("我儿子今年上四年级了", "关系"),  # a child's names and school year
+    ("辣椒我真的吃不来", "偏好"), ("韭菜我是一口都不能碰", "偏好"), ("吃虾浑身起疹子", "偏好"),
+    ("腰椎间盘突出", "感受"), ("是降压药 得一直吃", "感受"),  # health history, said without 我
+])
+def test_names_school_years_food_and_health_said_without_a_subject_are_kept(said, kind):
+    got = _kept([("person", said), ("assistant", "嗯嗯")])
+    assert got and got[0][0] == kind and got[0][1] in said, got
+
+
 def test_a_wish_is_not_a_plan_unless_it_is_settled():
     assert _kept([("person", "周末想去看电影"), ("assistant", "看什么呀")]) == []
     assert _kept([("person", "下周想去趟北京"), ("assistant", "去干嘛")]) == []
