@@ -622,6 +622,12 @@ def test_names_school_years_food_and_health_said_without_a_subject_are_kept(said
     assert got and got[0][0] == kind and got[0][1] in said, got
 
 
+@pytest.mark.parametrize("said", ["回我别太长", "讲话直接一点", "跟我说话用英文吧", "以后开会前十分钟ping我一下"])
+def test_how_the_companion_should_talk_or_nudge_is_a_request(said):
+    got = _kept([("person", said), ("assistant", "好")])
+    assert got and got[0][0] in ("规则", "承诺") and got[0][1] == said, got
+
+
 def test_a_wish_is_not_a_plan_unless_it_is_settled():
     assert _kept([("person", "周末想去看电影"), ("assistant", "看什么呀")]) == []
     assert _kept([("person", "下周想去趟北京"), ("assistant", "去干嘛")]) == []

@@ -131,7 +131,9 @@ _TO_YOU = re.compile(
     + r"|叫我|喊我|称呼我|催我|陪我"
     + _NOT_KIN
     + r"|监督我|记得|别忘了|答应我|说好|约好|约定|拉钩|一言为定|"
-    r"我保证|我答应你|我发誓|提我|帮我记|"
+    r"我保证|我答应你|我发誓|提我|帮我记|(?:ping|cue|劝)我|先让我说完|"
+    # how the companion talks to the person ("回我别太长", "讲话直接一点", "跟我说话用英文吧")
+    r"(?:回我|回复|回消息|跟我说话|和我说话|说话|讲话)[^，。]{0,6}(?:别|不要|不用|简短|短点|短一点|直接|用|少|多|慢)|"
     r"(?i:\b(?:don'?t|do not|never|always|please|pls)\b.{0,20}\b(?:call me|remind me|tell me|ask me|say)\b|"
     r"\bcall me\b|\bremind me\b|\bpromise me\b|\bdon'?t (?:bring up|mention|ask)\b)|"
     r"(?:以后|今后|从今).{0,16}(?:都|要|就|一起|不许|别|不要)|(?:我们|咱们).{0,8}(?:每|以后)|"
@@ -144,7 +146,7 @@ _ADDRESSED = re.compile(
     + _NOT_KIN
     + r"|(?:夸|骂|对|叫|喊|监督|称呼)我|答应|保证|发誓|"
     r"说好|约好|约定|拉钩|"
-    r"一言为定|一起|别|不要|不许|不准|千万"
+    r"一言为定|一起|别|不要|不许|不准|千万|(?:ping|cue|劝)我|^(?:回复|回消息|跟我说话|和我说话|说话|讲话)"
 )
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
 _MARKER_WORDS = re.compile(
