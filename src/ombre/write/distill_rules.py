@@ -200,11 +200,12 @@ _NAME = re.compile(
     r"(?:" + _KIN + r")[^，。]{0,2}在[^，。]{1,8}(?:读书|上学|工作|上班|当|做)|今年[一二三四五六七八九十\d]{1,3}岁|"
     r"^(?:大名|小名|乳名|学名|全名)(?:叫|是)?[\u4e00-\u9fffA-Za-z]{1,4}$|上[一二三四五六]年级|读[一二三四五六]年级|上幼儿园"
 )
+# health history said without 我 ("腰椎间盘突出", "是降压药 得一直吃"): the person's, or their family's
+_HEALTH = r"椎间盘|中风|脑梗|心梗|降压药|降糖药|胰岛素|得一直吃|有疤|留了疤"
 _FEAR = re.compile(
     r"怕|恐惧|不敢|秘密|别告诉|不要告诉|没跟.{0,8}说过|没告诉|只跟你说|只告诉你|偷偷|保密|"
     r"得过|确诊|查出|患有|[^\s]{1,4}症|抑郁|焦虑|失眠|吃药|欠了|暗恋|喜欢我们|喜欢上|都没说|没敢说|谁都没说|没人知道|"
-    r"阴影|噩梦|创伤|心结|自卑|障碍|都不晓得|谁都没告诉|没告诉过|还没告诉|恐高|"
-    r"椎间盘|中风|脑梗|心梗|降压药|降糖药|胰岛素|得一直吃|有疤|留了疤|"
+    r"阴影|噩梦|创伤|心结|自卑|障碍|都不晓得|谁都没告诉|没告诉过|还没告诉|恐高|" + _HEALTH + r"|"
     r"我有[^，。]{0,6}(?:病|炎|压|症|喘|突出)|高血压|糖尿病|心脏病|哮喘|(?:血压|血糖|血脂|尿酸|胆固醇)[^，。]{0,3}(?:偏|有点|太)?[高低]|胃病|腰椎|颈椎|痛风|不敢让|瞒着|(?:家里人|"
     + _KIN
     + r")[^，。]{0,6}(?:不知道|没发现)"
@@ -295,8 +296,6 @@ _ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上
 _CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了|打错了|写错了")
 # a new version of what was just agreed ("改成每天提醒我喝六杯吧", "算了还是叫我杰哥吧"): the old one goes
 _REPLACE = re.compile(r"^(?:改成|改到|改为|换成|算了还是|还是.{1,12}吧$)")
-# a change said by itself ("改成早上八点吧", "换到周四"): a new version of the request, agreement or plan just
-# kept, of that kind whatever its own words say
 # a change said thing-first ("喝水的提醒改成每两小时一次", "跑步以后改成晚上跑", "早饭提醒往后推半小时"): of
 # something standing (a reminder, from now on, every…, ours) it is a commitment, whose slot is the thing
 # (arbitration replaces the old one)
@@ -304,6 +303,8 @@ _THING_CHANGE = re.compile(
     r"^(?!改|换|挪|推|提前)[^，。？?]{1,12}?(?:改成|改到|改为|换成|换到|挪到|推到|往后推|往后挪|往前挪|提前到|提前|推迟到|推迟)"
 )
 _STANDING_THING = re.compile(r"提醒|闹钟|以后|每|我们|咱们|你")
+# a change said by itself ("改成早上八点吧", "换到周四"): a new version of the request, agreement or plan just
+# kept, of that kind whatever its own words say
 _CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到)")
 # a choice not to, made now, after all ("算了，还是不喝了", "还是不分手了"): what the person will not do this time,
 # under any cue. Not what happened after all ("还是分手了": news), nor a decision from now on ("还是决定以后不喝了")
