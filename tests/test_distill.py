@@ -622,6 +622,11 @@ def test_names_school_years_food_and_health_said_without_a_subject_are_kept(said
     assert got and got[0][0] == kind and got[0][1] in said, got
 
 
+def test_what_an_allergy_does_is_no_memory_beside_it():
+    # 「吃了会起疹子」 after the allergy took a place of the run's cap and a plan was left out (the e2e day)
+    assert _kept([("person", "我跟你说，我对芒果过敏，吃了会起疹子。"), ("assistant", "记住了")]) == [("偏好", "我对芒果过敏")]
+
+
 @pytest.mark.parametrize("said", ["回我别太长", "讲话直接一点", "跟我说话用英文吧", "以后开会前十分钟ping我一下"])
 def test_how_the_companion_should_talk_or_nudge_is_a_request(said):
     got = _kept([("person", said), ("assistant", "好")])
