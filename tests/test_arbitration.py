@@ -285,7 +285,9 @@ def test_case_d_a_judge_that_fails_still_gets_the_memory_written_as_unconfirmed(
         finally:
             svc.close()
             hung.close()
-    assert result.stored and result.status == "未确认" and took < 3
+    # the judge's 1 s timeout holds; the rest of the bound is the SDK's first import, inside this hold (one CI
+    # run on a busy 2-core machine took 3.5 s)
+    assert result.stored and result.status == "未确认" and took < 5
     assert any("仲裁没有完成" in r for r in result.reasons)
     assert not any("繁忙" in r or "busy" in r for r in result.reasons + result.warnings)
 
