@@ -662,6 +662,12 @@ def _changes(clause: str, n: int, found: list[tuple[Kept, str, int]]) -> tuple[K
     return next((f for f in near if f[0].rank == 0), None) or next((f for f in near if f[0].rank == 5), None)
 
 
+def _version_of(old: tuple[Kept, str, int], how: str, joint: str) -> Kept:
+    """A change or a correction kept as what it changes, of its kind; its memory says the old one first
+    ("每天早上七点提醒我喝一杯温水；改成七点半吧"), so arbitration replaces that one in the store."""
+    return dataclasses.replace(old[0], cue=f"{how} 「{old[1]}」", before=f"{memory_text(old[1])}；{joint}")
+
+
 def _bare(clause: str) -> bool:
     """Whether a change or a correction names nothing but its new time ("改到明天吧", "不对 是后天下午"): a new
     version of what it changes, which has no memory without it."""
@@ -869,9 +875,7 @@ def candidates(
             if changed is not None and (kept is None or kept.rank != changed[0].rank or _bare(clause)):
                 # "改成每天早上八点吧" after "每天早上提醒我喝水": a new version of that request, not a plan of
                 # its own; the memory says what it changes
-                kept = dataclasses.replace(
-                    changed[0], cue=f"a new version of 「{changed[1]}」", before=f"{memory_text(changed[1])}；"
-                )
+                kept = _version_of(changed, "a new version of", "")
             elif corrected and _bare(clause) and (_WHEN.search(clause) or re.search(r"\d", clause)):
                 # "不对 是后天" after "我明天要去面试": the corrected one (the latest that names a time), with its
                 # new time; what the time does not correct stays ("我妹妹下周四结婚，我要当伴娘")
@@ -880,9 +884,7 @@ def candidates(
                     if f is not target and f not in found:
                         found.append(f)
                         log.get((f[2], f[1]), {}).pop("taken_back", None)
-                kept = dataclasses.replace(
-                    target[0], cue=f"corrects 「{target[1]}」", before=f"{memory_text(target[1])}；更正："
-                )
+                kept = _version_of(target, "corrects", "更正：")
             elif changed is None and _CHANGE.match(_FILLER.sub("", clause)) and _bare(clause):
                 read(n, typed, "-", "a change with nothing kept to change (「改到明天吧」)")
                 continue
