@@ -686,3 +686,41 @@ def test_a_run_over_two_segments_has_room_for_both():
     # one segment's worth: the promises take it, as before; nearly two (eight or nine turns) has room for two
     assert room(1) == room(5) == room(7) == 3 and room(8) == room(9) == room(12) == 6 and room(13) == 9
     assert not {"我妹妹下个月十八号结婚", "我下个月五号去体检"} & {q for _, q in _kept(promises + news)}
+
+
+@pytest.mark.parametrize("said", [
+    "阿拉苏州人", "我是搞装修的", "在菜市场卖菜卖了十几年", "教了二十年书", "考研狗一枚", "我属于慢热的", "对足球无感",
+])
+def test_who_the_person_is_said_in_other_ways_is_kept(said):
+    got = _kept([("person", said), ("assistant", "嗯嗯")])
+    assert got == [("偏好", said)], got
+
+
+@pytest.mark.parametrize("said, kept", [
+    ("我们车间主任老刘", True), ("我最好的朋友是小雨", False), ("我发小是阿强", True), ("我的同桌李想", True),
+    ("他们班主任赵老师", True), ("我外甥女在武汉上大学", True), ("我爸是开出租的", True),
+    ("我妈高兴坏了", False), ("我老公马上到", False),  # a family word before a word that starts like a surname
+])
+def test_someone_of_the_persons_own_named_after_a_role_is_kept(said, kept):
+    got = _kept([("person", said), ("assistant", "嗯嗯")])
+    assert (got == [("关系", said)]) is kept, got
+
+
+def test_what_a_doctor_forbids_is_kept():
+    assert _kept([("person", "医生不让吃辣的"), ("assistant", "那要注意")]) == [("感受", "医生不让吃辣的")]
+
+
+@pytest.mark.parametrize("turns", [
+    # a plan called off by negating its own verb, and a decision taken back as said in jest
+    [("person", "我要去学吉他"), ("assistant", "好呀"), ("person", "想了想 不学了 没时间")],
+    [("person", "我决定了 下个月去西藏"), ("assistant", "真的吗"), ("person", "假的啦 随便说说")],
+    # a secret asked for in other words is a marker, not a request
+    [("person", "你帮我保密哈"), ("assistant", "好")],
+])
+def test_called_off_joked_or_marked_is_not_kept(turns):
+    assert _kept(turns) == []
+
+
+def test_negating_another_verb_calls_nothing_off():
+    turns = [("person", "下周一我要去拔牙"), ("assistant", "加油"), ("person", "不疼了 已经好了")]
+    assert _kept(turns) == [("事件", "下周一我要去拔牙")]

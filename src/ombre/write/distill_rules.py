@@ -53,10 +53,13 @@ NEIGHBOURS = 7
 # binds (a request, an agreement, a decision: what a missed memory costs most). Chosen together by grouped
 # 5-fold cross-validation on the dev split (`bench/distill_eval.py --cv`: each fold's snippets voted on by the
 # other folds' clauses only) for the person's objective, not F1: a false memory costs more than a missed one,
-# so the most recall at precision 0.92 or more, with no more false memories in the 284 snippets with nothing
-# to keep than the cues alone make (12). Precision / recall / false memories: cues alone 0.929 / 0.816 / 12;
-# adding from 0.9, no veto 0.922 / 0.824 / 12; from 0.8, no veto 0.913 / 0.843 / 16; from 0.8, veto below
-# 0.2: 0.924 / 0.833 / 12 (veto below 0.3: 0.936 / 0.811 / 10; from 0.7: 0.897 / 0.866 / 16).
+# so the most recall at precision 0.92 or more, with no more false memories in the snippets with nothing to
+# keep than the cues alone make. When chosen (284 such snippets): cues alone 0.929 / 0.816 / 12 (precision /
+# recall / false memories); from 0.8, veto below 0.2: 0.924 / 0.833 / 12. Since set h joined dev (#32), the
+# cross-validation no longer tells the settings apart: cues alone 0.932 / 0.862 / 19 in 326, from 0.8 below
+# 0.2 0.916 / 0.866 / 19, from 0.9 with no veto 0.926 / 0.866 / 19 (10 folds: 21). The cues were written
+# beside dev's misses, so on dev the vote finds little they have not; on the test split, which they were not
+# written beside, it adds recall (bench/out/distill_eval.txt). The settings stay as first chosen.
 ADD_FROM = 0.8
 VETO_BELOW = 0.2
 
@@ -173,7 +176,7 @@ class _Marker:
 _MARKER = _Marker()
 # a secret said in so many words: the clauses after it are what is kept ("你要保密啊 / 我挂过一科")
 _SECRET_MARKER = re.compile(
-    r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|别说出去|不要说出去|别告诉别人|不要告诉别人|只跟你说|"
+    r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|(?:你)?(?:得|替我|帮我|给我)保密|别说出去|不要说出去|别告诉别人|不要告诉别人|只跟你说|"
     r"说出来你别笑|说了你别笑|你别笑(?:话)?我?|"
     r"只告诉你|说个丢人的|跟你说个秘密|说个秘密|我想跟你说个秘密|告诉你个秘密)(?:了|啦|哦|啊|吧|嘛|哈|呀|的)*$"
 )
@@ -184,8 +187,14 @@ _FOOD = re.compile(
 )
 _KIN = (
     r"妈|爸|母亲|父亲|父母|老公|老婆|丈夫|妻子|爱人|那位|对象|孩子|儿子|女儿|闺女|哥|姐|弟|妹|爷爷|奶奶|外婆|外公|"
-    r"姥姥|姥爷|舅|姨|叔|姑|婶|嫂|侄|外甥|孙|闺蜜|室友|同事|同学|同桌|老板|上司|领导|组长|经理|师父|师傅|徒弟|"
+    r"姥姥|姥爷|舅|姨|叔|姑|婶|嫂|侄|外甥|孙子|孙女|孙|闺蜜|发小|哥们|班主任|室友|同事|同学|同桌|老板|上司|领导|组长|经理|师父|师傅|徒弟|"
     r"实习生|老师|朋友|男朋友|女朋友|前任|邻居|老伴|猫|狗|仓鼠|兔|鹦鹉|乌龟|鱼|宠物|宝宝|大宝|二宝|小宝"
+)
+# roles around a person (not family: see _NAME), and the commonest surnames, which a name after a role starts with
+_ROLE = r"组长|班主任|主任|队长|班长|店长|老师|老大|领导|老板|经理|师傅|师父|发小|朋友|同桌|室友|闺蜜|同事|同学|哥们|搭档|教练|主管|上司|邻居"
+_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆"
+    "汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
 )
 _NAME = re.compile(
     r"(?:" + _KIN + r"|我)[^，。]{0,6}?(?:叫|姓|名字是|名字叫|名叫|小名|外号|昵称|网名|英文名|取名|起名)"
@@ -197,7 +206,15 @@ _NAME = re.compile(
     r"^我?(?:"
     + _KIN
     + r")是[\u4e00-\u9fff]{2,3}$|^(?:他|她|它|[\u4e00-\u9fff]{1,3}[长总])叫[\u4e00-\u9fffA-Za-z]{1,4}$|^叫(?!我|你|他|她|外卖)[\u4e00-\u9fff]{1,3}$|"
-    r"(?:" + _KIN + r")[^，。]{0,2}在[^，。]{1,8}(?:读书|上学|工作|上班|当|做)|今年[一二三四五六七八九十\d]{1,3}岁|"
+    r"(?:"
+    + _KIN
+    + r")[^，。]{0,2}在[^，。]{1,8}(?:读书|上学|上大学|读大学|念书|工作|上班|当|做)|今年[一二三四五六七八九十\d]{1,3}岁|"
+    # someone of the person's own by name: 老周, 阿杰, 陈老师, or a surname and a given name after a role
+    # (a family word before a surname-like character is too often a word: 我妈高兴, 我老公马上)
+    r"(?:" + _ROLE + r")(?:是|叫)?(?:(?:老|阿)[\u4e00-\u9fff]|[" + _SURNAMES + r"][\u4e00-\u9fff]{1,2}|"
+    r"[" + _SURNAMES + r"](?:老师|总|工|哥|姐|阿姨|医生|大夫))$|"
+    # what they do for a living: 我老公跑船的
+    r"(?:" + _KIN + r")(?:是)?(?:跑|干|搞|开(?!玩笑))[^，。]{1,4}的$|"
     r"^(?:大名|小名|乳名|学名|全名)(?:叫|是)?[\u4e00-\u9fffA-Za-z]{1,4}$|上[一二三四五六]年级|读[一二三四五六]年级|上幼儿园"
 )
 # health history said without 我 ("腰椎间盘突出", "是降压药 得一直吃"): the person's, or their family's
@@ -206,6 +223,7 @@ _FEAR = re.compile(
     r"怕|恐惧|不敢|秘密|别告诉|不要告诉|没跟.{0,8}说过|没告诉|只跟你说|只告诉你|偷偷|保密|"
     r"得过|确诊|查出|患有|[^\s]{1,4}症|抑郁|焦虑|失眠|吃药|欠了|暗恋|喜欢我们|喜欢上|都没说|没敢说|谁都没说|没人知道|"
     r"阴影|噩梦|创伤|心结|自卑|障碍|都不晓得|谁都没告诉|没告诉过|还没告诉|恐高|" + _HEALTH + r"|"
+    r"(?:医生|大夫)(?:不让|不许|说我|让我少|叫我少|让我戒|叫我戒)|"
     r"我有[^，。]{0,6}(?:病|炎|压|症|喘|突出)|高血压|糖尿病|心脏病|哮喘|(?:血压|血糖|血脂|尿酸|胆固醇)[^，。]{0,3}(?:偏|有点|太)?[高低]|胃病|腰椎|颈椎|痛风|不敢让|瞒着|(?:家里人|"
     + _KIN
     + r")[^，。]{0,6}(?:不知道|没发现)"
@@ -271,7 +289,12 @@ _SELF = re.compile(
     r"入坑|追剧|追星|我(?:的)?专业|我(?:的)?爱好|我(?:的)?工作是|"
     # who the person is, said short: where from (我潮汕人), a trade (我开大货的), a label people use of
     # themselves (夜猫子, 社恐), a new hobby (迷上了), eyesight and hearing, what they do not like
-    r"^我[^是，。\s]{2,3}人$|^我开(?!玩笑)[^，。]{1,4}的|(?:夜猫子|社恐|社牛|宅男|宅女|吃货|路痴|左撇子|急性子|慢性子|"
+    r"^我们?[^是，。\s]{2,3}人$|^我开(?!玩笑)[^，。]{1,4}的|我(?:是)?(?:干|跑|搞)[^，。]{1,4}的(?:$|嘛|啦|呀|呢)|"
+    # years at a trade or a place (在小区门口开了八年了, 后端写了五年java了, 在杭州漂了五年), labels people
+    # give themselves online (高三狗, 新手奶爸一枚), and what kind of person they are
+    r"(?:干|做|开|写|教|当|跑|学|漂|住|卖|种|修|练)了(?:[一二两三四五六七八九十\d]+|好几|十几|二十几|几十)年|"
+    r"考研狗|[高初][一二三]狗|^[^，。]{2,6}一枚$|我属于|是那种|那种[^，。]{1,12}的人$|无感|"
+    r"最(?:讨厌|喜欢|爱)的(?:就)?是|一年四季|单曲循环|(?:夜猫子|社恐|社牛|宅男|宅女|吃货|路痴|左撇子|急性子|慢性子|"
     r"强迫症|完美主义)|迷上了|老花|近视|散光|色弱|色盲|耳背|我(?:不爱|不喜欢|讨厌)(?!你)|"
     r"我.{0,4}(?:住在|住|家在)|老家|家乡|我来自|籍贯|我(?:今年)?.{0,2}[一二三四五六七八九十\d]{1,3}(?:岁|多)(?:了)?|"
     r"退休|我在(?:减肥|备孕|戒烟|戒酒|健身|学|考|准备|养)|"
@@ -289,6 +312,9 @@ _CANCEL = re.compile(
     r"不用我.{0,2}了|用不着我|鸽了|放我鸽子|没戏了|去不成|不折腾了|不搞了|作罢|改天吧|下次吧|"
     r"黄了|就不.{0,3}了|不用去了|去不了了|没去成|以后再说|下次再说|回头再说"
 )
+# a plan called off by negating its own verb ("我要辞职" → "冷静下来了 不辞了", "我想报个班" → "还是不报了"):
+# the verb must be the plan's, so "不疼了" calls off nothing
+_UNDONE = re.compile(r"^(?:那|那就|还是|就|我|先)?不([\u4e00-\u9fff])了(?:吧|啦|哈|呀|哦)*$")
 # put off in so many words ("以后再说吧"): its "以后…说" is no request to the companion
 _PUT_OFF = re.compile(r"^(?:那|那就|还是)?(?:以后|下次|回头|改天)再说(?:吧|啦|了|哈)?$")
 _ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上周|上礼拜|今早")
@@ -312,6 +338,7 @@ _CHOSEN_NOW = re.compile(r"^(?:我|我们|咱们|那|那我)?还是不(?!.*(?:�
 # what was just said is taken back as a joke ("签证都办好了（不是）", "哈哈 骗你的")
 _JOKE = re.compile(
     r"[(（]不是[)）]|逗你(?:玩)?的|骗你的|开玩笑的|开个玩笑|瞎说的|瞎扯的|吹牛的|我编的|(?:不用|别|不要)当真|"
+    r"说说而已|随口一?说|随便说说|^假的(?:啦|哈|啊|呀|嘛)*$|"
     r"(?i:\bjk\b|just kidding)"
 )
 # what was just said, taken back in so many words, wherever in the turn ("想让你喊我宝宝 哈哈当我没说 …",
@@ -402,8 +429,8 @@ def _to_simplified() -> Callable[[str], str]:
 
 def plain(clause: str) -> str:
     """The clause as the cues read it: in simplified characters (Taiwan and Hong Kong users type
-    traditional: 上個禮拜 is 上个礼拜), with the northern 俺 and 咱家 as 我 and 我家."""
-    return _to_simplified()(clause).replace("咱家", "我家").replace("俺", "我")
+    traditional: 上個禮拜 is 上个礼拜), with the northern 俺, Shanghai's 阿拉 and 咱家 as 我 and 我家."""
+    return _to_simplified()(clause).replace("咱家", "我家").replace("俺", "我").replace("阿拉", "我")
 
 
 def memory_text(clause: str, before: str = "") -> str:
@@ -474,7 +501,9 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         return Kept("承诺", 7, 0, "a decision of the person's own")
     if _THING_CHANGE.match(text) and _STANDING_THING.search(text) and not _CANCEL.search(text):
         return Kept("承诺", 7, 0, "a change to a standing arrangement, said thing-first")
-    if _FEAR.search(text) and re.search(r"我|这事|这件事|吃药|确诊|不知道|没发现|椎|中风|梗|降压|降糖|胰岛素|疤", text):
+    if _FEAR.search(text) and re.search(
+        r"我|这事|这件事|吃药|确诊|不知道|没发现|椎|中风|梗|降压|降糖|胰岛素|疤|医生|大夫", text
+    ):
         return Kept("感受", 7, 1, "a fear or a secret")
     if (
         _EVENT.search(text)
@@ -649,6 +678,12 @@ def _take_back(
     if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause) or _PUT_OFF.match(clause)):
         # the plan or agreement before it, in this turn or the person's turn before, is off
         return [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n, True
+    undone = _UNDONE.match(_FILLER.sub("", clause))
+    if undone:
+        # "我要辞职" → "不辞了": the plan whose own verb is negated, and only that one
+        off = [f for f in found if f[0].rank in (0, 2, 5) and f[2] >= n - 2 and undone[1] in plain(f[1])]
+        if off:
+            return [f for f in found if f not in off], n, True
     return found, changed_at, False
 
 
