@@ -700,6 +700,7 @@ def test_who_the_person_is_said_in_other_ways_is_kept(said):
     ("我们车间主任老刘", True), ("我最好的朋友是小雨", False), ("我发小是阿强", True), ("我的同桌李想", True),
     ("他们班主任赵老师", True), ("我外甥女在武汉上大学", True), ("我爸是开出租的", True),
     ("我妈高兴坏了", False), ("我老公马上到", False),  # a family word before a word that starts like a surname
+    ("我同事王姐人特别好", True), ("我朋友老是迟到", False),  # a name before what is said of them; 老是 is "always"
 ])
 def test_someone_of_the_persons_own_named_after_a_role_is_kept(said, kept):
     got = _kept([("person", said), ("assistant", "嗯嗯")])
@@ -724,3 +725,10 @@ def test_called_off_joked_or_marked_is_not_kept(turns):
 def test_negating_another_verb_calls_nothing_off():
     turns = [("person", "下周一我要去拔牙"), ("assistant", "加油"), ("person", "不疼了 已经好了")]
     assert _kept(turns) == [("事件", "下周一我要去拔牙")]
+
+
+@pytest.mark.parametrize("said", ["我是开网约车的嘛", "我们温州人嘛", "说真的我对爬山无感"])
+def test_a_declarative_particle_or_a_lead_in_does_not_hide_a_fact(said):
+    # 嘛 after 的 or 人 says rather than asks; 说真的 is a lead-in, not someone else's words
+    got = _kept([("person", said), ("assistant", "嗯嗯")])
+    assert got == [("偏好", said)], got
