@@ -398,6 +398,7 @@ def test_what_a_doctor_finds_in_the_person_is_kept_and_what_others_say_is_not():
     assert quotes("我的血脂太高了") == ["我的血脂太高了"]
     assert quotes("医生说问题不大") == []
     assert quotes("同事说我血压有点高") == []
+    assert quotes("我们组长说他要辞职去开奶茶店") == []  # "我们" before the one who speaks, as "我"
 
 
 def test_an_english_contraction_is_not_read_as_a_question(tmp_path):

@@ -391,7 +391,7 @@ _WAS = re.compile(r"本来|原本|原来打算")
 _PAST = re.compile(r"了$|了[^，。]{0,6}$|过$")
 # (what a doctor finds in the person, "医生说我血压有点高", is their health record, not someone's opinion)
 _REPORTED = re.compile(
-    r"^(?:我|他|她)?(?:的)?(?:" + _KIN + r")[^，。]{0,3}(?:说|讲|觉得)|^说|说是|"
+    r"^(?:我们|我|他|她)?(?:的)?(?:" + _KIN + r")[^，。]{0,3}(?:说|讲|觉得)|^说|说是|"
     r"^(?!我|你|跟|和|(?:医生|大夫)说我)[^，。]{1,6}说(?!好|定|过|话|个|一|句)"
 )
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
