@@ -103,12 +103,13 @@ def _by_set(cases) -> dict[str, list]:
     were tuned since #15 began; sets e-f, written later; set g, agreements across turns, decisions, take-backs,
     passing states and questions about what was said (written blind to the rules for #32); set h, facts said
     in many ways (preferences, names, food, fears, family events) beside look-alikes with nothing to keep
-    (jokes, moods, other people, guesses, passing states, cancelled plans), written blind to the rules for the
-    examples' vote (#32)."""
+    (jokes, moods, other people, guesses, passing states, cancelled plans), and set i, promises, rules,
+    agreements, take-backs and plans beside facts and their look-alikes: both written blind to the rules for
+    the examples' vote (#32)."""
     groups: dict[str, list] = {}
     for c in cases:
         name = ("sets e-f" if c.id.startswith(("e-", "f-")) else "set g" if c.id.startswith("g-")
-                else "set h" if c.id.startswith("h-") else "sets a-d")
+                else "sets h-i" if c.id.startswith(("h-", "i-")) else "sets a-d")
         groups.setdefault(name, []).append(c)
     return dict(sorted(groups.items()))
 
