@@ -733,3 +733,23 @@ def test_a_declarative_particle_or_a_lead_in_does_not_hide_a_fact(said):
     # 嘛 after 的 or 人 says rather than asks; 说真的 is a lead-in, not someone else's words
     got = _kept([("person", said), ("assistant", "嗯嗯")])
     assert got == [("偏好", said)], got
+
+
+@pytest.mark.parametrize("turns, kept", [
+    # a tone asked for as a question that is none is a request
+    ([("person", "你回消息能不能快点啊"), ("assistant", "好")], [("规则", "你回消息能不能快点啊")]),
+    # the person's own rule, announced beside it, is a commitment; an agreement recalled is an agreement
+    ([("person", "我立了个规矩 每晚十一点前放下手机"), ("assistant", "支持")], [("承诺", "每晚十一点前放下手机")]),
+    ([("person", "上次约好的 吃饭的时候不聊工作"), ("assistant", "记得")], [("约定", "吃饭的时候不聊工作")]),
+    # a take-back after a particle
+    ([("person", "周六上午叫我去拿快递吧 哦不用了 我老公去")], []),
+])
+def test_tones_rules_recalled_agreements_and_particled_take_backs(turns, kept):
+    assert _kept(turns) == kept
+
+
+@pytest.mark.parametrize("said, kind", [
+    ("我食唔到虾", "偏好"), ("糖尿病十几年了", "感受"), ("一直在吃二甲双胍", "感受"), ("去年做过阑尾手术", "感受"),
+])
+def test_cantonese_food_and_health_said_without_a_subject_are_kept(said, kind):
+    assert _kept([("person", said), ("assistant", "嗯嗯")]) == [(kind, said)]

@@ -143,6 +143,10 @@ _TO_YOU = re.compile(
     r"(?:别(?!人)|不要|不许|千万别|不准)(?:再)?.{0,12}?(?:叫|提|说|问|发|追问|用|催|推荐|给我|主动|安慰|喊|"
     r"跟我|打扰|聊|讲|开|回)"
 )
+# how to talk, asked as a question that is none ("说话能不能温柔点啊", "你回消息能不能快点"): a request
+_ASKED_SOFTER = re.compile(
+    r"^(?:你)?(?:说话|讲话|回话|回复|回消息|语气|态度)?能不能(?:别|不要)?[^，。]{1,8}(?:点|一点|些)(?:啊|呀|嘛|吧)?$"
+)
 _ADDRESSED = re.compile(
     r"(?i:me\b)|[你您]|提我|(?:跟|给|陪|回|催|提醒|告诉|问)我"
     + _NOT_KIN
@@ -153,12 +157,12 @@ _ADDRESSED = re.compile(
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
 _MARKER_WORDS = re.compile(
     r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|下定决心|下决心|"
-    r"[定立]个(?:规矩|规则)|约法三章|"
+    r"[定立]了?个(?:规矩|规则)|约法三章|"
     r"从(?:今天|今晚|明天|明早|下周|下个?星期|下个?礼拜|这个月|下个月|现在|今年|明年)(?:开始|起)"
 )
 _MARKER_REST = re.compile(
     r"^我?(?:跟|和)[^，。\s]{1,5}|我想让你|你能不能|能不能|可以|你要|你得|你|亲爱的|宝贝?|"
-    r"我们|咱们|那|已经|好不好|好吗|行不行|来个|就|我|"
+    r"我们|咱们|那|已经|之前|上次|早就|好不好|好吗|行不行|来个|就|我|"
     r"一个事儿?|[一两二三]件事|事儿?|不许忘|了|啦|哦|啊|吧|嘛|吗|哈|呀|的|嗯|好|\s"
 )
 
@@ -218,13 +222,18 @@ _NAME = re.compile(
     r"^(?:大名|小名|乳名|学名|全名)(?:叫|是)?[\u4e00-\u9fffA-Za-z]{1,4}$|上[一二三四五六]年级|读[一二三四五六]年级|上幼儿园"
 )
 # health history said without 我 ("腰椎间盘突出", "是降压药 得一直吃"): the person's, or their family's
-_HEALTH = r"椎间盘|中风|脑梗|心梗|降压药|降糖药|胰岛素|得一直吃|有疤|留了疤"
+_HEALTH = (
+    r"椎间盘|中风|脑梗|心梗|降压药|降糖药|胰岛素|得一直吃|有疤|留了疤|高血压|糖尿病|心脏病|哮喘|痛风|甲减|甲亢|乳糜泻|"
+    r"贫血|鼻炎|湿疹|癫痫|偏头痛|胃炎|乙肝|类风湿|心律不齐|早搏|低血糖|支架|搭桥|透析|化疗|放疗|"
+    # surgery had, medicine taken for good ("前年做过心脏支架", "现在每天吃阿司匹林", "在吃舍曲林")
+    r"做过[^，。]{0,6}手术|(?:每天|一直|长期|常年|在)(?:吃|服|打)[^，。]{0,6}(?:药|片|胶囊|林|素|胍|针)"
+)
 _FEAR = re.compile(
     r"怕|恐惧|不敢|秘密|别告诉|不要告诉|没跟.{0,8}说过|没告诉|只跟你说|只告诉你|偷偷|保密|"
     r"得过|确诊|查出|患有|[^\s]{1,4}症|抑郁|焦虑|失眠|吃药|欠了|暗恋|喜欢我们|喜欢上|都没说|没敢说|谁都没说|没人知道|"
     r"阴影|噩梦|创伤|心结|自卑|障碍|都不晓得|谁都没告诉|没告诉过|还没告诉|恐高|" + _HEALTH + r"|"
     r"(?:医生|大夫)(?:不让|不许|说我|让我少|叫我少|让我戒|叫我戒)|"
-    r"我有[^，。]{0,6}(?:病|炎|压|症|喘|突出)|高血压|糖尿病|心脏病|哮喘|(?:血压|血糖|血脂|尿酸|胆固醇)[^，。]{0,3}(?:偏|有点|太)?[高低]|胃病|腰椎|颈椎|痛风|不敢让|瞒着|(?:家里人|"
+    r"我有[^，。]{0,6}(?:病|炎|压|症|喘|突出)|(?:血压|血糖|血脂|尿酸|胆固醇)[^，。]{0,3}(?:偏|有点|太)?[高低]|胃病|腰椎|颈椎|痛风|不敢让|瞒着|(?:家里人|"
     + _KIN
     + r")[^，。]{0,6}(?:不知道|没发现)"
 )
@@ -427,10 +436,29 @@ def _to_simplified() -> Callable[[str], str]:
     return OpenCC("t2s").convert
 
 
+# written Cantonese words as Mandarin, for the cues (「我食唔到花生」, 「细个俾狗咬过」, 「我喺中环做嘢」)
+_CANTONESE = (
+    ("唔", "不"),
+    ("喺", "在"),
+    ("嘅", "的"),
+    ("咗", "了"),
+    ("细个", "小时候"),
+    ("俾狗", "被狗"),
+    ("不食", "不吃"),
+    ("食不到", "吃不了"),
+    ("食不", "吃不"),
+    ("摆酒", "办婚礼"),
+)
+
+
 def plain(clause: str) -> str:
     """The clause as the cues read it: in simplified characters (Taiwan and Hong Kong users type
-    traditional: 上個禮拜 is 上个礼拜), with the northern 俺, Shanghai's 阿拉 and 咱家 as 我 and 我家."""
-    return _to_simplified()(clause).replace("咱家", "我家").replace("俺", "我").replace("阿拉", "我")
+    traditional: 上個禮拜 is 上个礼拜), with the northern 俺, Shanghai's 阿拉 and 咱家 as 我 and 我家, and written
+    Cantonese words as Mandarin ones (_CANTONESE)."""
+    text = _to_simplified()(clause).replace("咱家", "我家").replace("俺", "我").replace("阿拉", "我")
+    for cantonese, mandarin in _CANTONESE:
+        text = text.replace(cantonese, mandarin)
+    return text
 
 
 def memory_text(clause: str, before: str = "") -> str:
@@ -458,6 +486,8 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         return None
     one_off = bool(_ONE_OFF.search(text) and _PAST.search(text))
     request = bool(_TO_YOU.search(text) and _ADDRESSED.search(text)) and not _MARKER.match(text)
+    if _ASKED_SOFTER.match(text):
+        return Kept("规则", 7, 0, "how to talk, asked as a question")
     asked = bool(_QUESTION_END.search(text) or _QUESTION.search(text))
     if request and _RIGHT_NOW.search(text) and not re.search(_ONGOING, text + prev) and not _WHEN.search(text):
         return None
@@ -501,8 +531,8 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         return Kept("承诺", 7, 0, "a decision of the person's own")
     if _THING_CHANGE.match(text) and _STANDING_THING.search(text) and not _CANCEL.search(text):
         return Kept("承诺", 7, 0, "a change to a standing arrangement, said thing-first")
-    if _FEAR.search(text) and re.search(
-        r"我|这事|这件事|吃药|确诊|不知道|没发现|椎|中风|梗|降压|降糖|胰岛素|疤|医生|大夫", text
+    if _FEAR.search(text) and (
+        re.search(r"我|这事|这件事|吃药|确诊|不知道|没发现|医生|大夫", text) or re.search(_HEALTH, text)
     ):
         return Kept("感受", 7, 1, "a fear or a secret")
     if (
@@ -671,7 +701,7 @@ def _take_back(
 ) -> tuple[list[tuple[Kept, str, int]], int, bool]:
     """What a joke, a correction or a cancel in turn n takes back: what is left, the turn of the last
     change, and whether the clause says nothing but that."""
-    if _JOKE.search(clause) or _TAKE_BACK.search(clause):
+    if _JOKE.search(clause) or _TAKE_BACK.search(clause) or _TAKE_BACK.search(_FILLER.sub("", clause)):
         return [f for f in found if f[2] < n - 2], changed_at, True  # this turn's and the one before's claims
     if _CORRECTION.search(clause) and changed_at != n:  # "不对不对 … 打错了" is one correction
         found, changed_at = _retract(found, n), n
@@ -716,7 +746,10 @@ def _agreed(parts: list[str], i: int) -> Kept:
     "从今天开始") is a commitment, one made with someone an agreement."""
     beside = " ".join(parts[j] for j in (i - 1, i + 1) if 0 <= j < len(parts))
     return Kept(
-        "承诺" if re.search(r"决定|决心|开始|起$", beside) else "约定", 7, 0, "beside an agreement or decision said so"
+        "承诺" if re.search(r"决定|决心|开始|起$|^我(?!们)[^，。]{0,3}[定立]了?个", beside) else "约定",
+        7,
+        0,
+        "beside an agreement or decision said so",
     )
 
 
