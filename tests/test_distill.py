@@ -753,3 +753,12 @@ def test_tones_rules_recalled_agreements_and_particled_take_backs(turns, kept):
 ])
 def test_cantonese_food_and_health_said_without_a_subject_are_kept(said, kind):
     assert _kept([("person", said), ("assistant", "嗯嗯")]) == [(kind, said)]
+
+
+@pytest.mark.parametrize("said, kind", [("我在吃素", "偏好"), ("每天早上吃一片优甲乐", "感受")])
+def test_a_diet_is_food_and_a_pill_a_day_is_health(said, kind):
+    assert _kept([("person", said), ("assistant", "嗯嗯")]) == [(kind, said)]
+
+
+def test_a_snack_being_eaten_is_no_medicine():
+    assert _kept([("person", "我在吃薯片"), ("assistant", "好吃吗")]) == []
