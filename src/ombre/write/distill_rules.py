@@ -437,8 +437,12 @@ def _to_simplified() -> Callable[[str], str]:
     return OpenCC("t2s").convert
 
 
-# written Cantonese words as Mandarin, for the cues (「我食唔到花生」, 「细个俾狗咬过」, 「我喺中环做嘢」)
-_CANTONESE = (
+# what the cues read as Mandarin, in this order: the northern 俺 and 咱家, Shanghai's 阿拉, and written Cantonese
+# (「我食唔到花生」, 「细个俾狗咬过」, 「我喺中环做嘢」)
+_AS_MANDARIN = (
+    ("咱家", "我家"),
+    ("俺", "我"),
+    ("阿拉", "我"),
     ("唔", "不"),
     ("喺", "在"),
     ("嘅", "的"),
@@ -455,10 +459,10 @@ _CANTONESE = (
 def plain(clause: str) -> str:
     """The clause as the cues read it: in simplified characters (Taiwan and Hong Kong users type
     traditional: 上個禮拜 is 上个礼拜), with the northern 俺, Shanghai's 阿拉 and 咱家 as 我 and 我家, and written
-    Cantonese words as Mandarin ones (_CANTONESE)."""
-    text = _to_simplified()(clause).replace("咱家", "我家").replace("俺", "我").replace("阿拉", "我")
-    for cantonese, mandarin in _CANTONESE:
-        text = text.replace(cantonese, mandarin)
+    Cantonese words as Mandarin ones (_AS_MANDARIN)."""
+    text = _to_simplified()(clause)
+    for said, mandarin in _AS_MANDARIN:
+        text = text.replace(said, mandarin)
     return text
 
 
@@ -702,14 +706,15 @@ def _take_back(
 ) -> tuple[list[tuple[Kept, str, int]], int, bool]:
     """What a joke, a correction or a cancel in turn n takes back: what is left, the turn of the last
     change, and whether the clause says nothing but that."""
-    if _JOKE.search(clause) or _TAKE_BACK.search(clause) or _TAKE_BACK.search(_FILLER.sub("", clause)):
+    bare = _FILLER.sub("", clause)  # a take-back after a particle ("哦不用了") is one
+    if _JOKE.search(clause) or _TAKE_BACK.search(clause) or _TAKE_BACK.search(bare):
         return [f for f in found if f[2] < n - 2], changed_at, True  # this turn's and the one before's claims
     if _CORRECTION.search(clause) and changed_at != n:  # "不对不对 … 打错了" is one correction
         found, changed_at = _retract(found, n), n
     if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause) or _PUT_OFF.match(clause)):
         # the plan or agreement before it, in this turn or the person's turn before, is off
         return [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n, True
-    undone = _UNDONE.match(_FILLER.sub("", clause))
+    undone = _UNDONE.match(bare)
     if undone:
         # "我要辞职" → "不辞了": the plan whose own verb is negated, and only that one
         off = [f for f in found if f[0].rank in (0, 2, 5) and f[2] >= n - 2 and undone[1] in plain(f[1])]
