@@ -88,6 +88,40 @@ def test_corrections_replacements_answers_and_traditional_characters(turns, kept
     assert sorted(c.quote for c in got) == sorted(kept), got
 
 
+@pytest.mark.parametrize("turns, kept, content", [
+    # a correction that begins with its new value keeps it, whatever follows
+    ([("person", "我生日是3月12号哦"), ("assistant", "好的 3月12号"), ("person", "啊不对不对 打错了 是3月21号 12是我妹的")],
+     ["是3月21号 12是我妹的"], "我生日是3月12号哦；更正：是3月21号 12是我妹的"),
+    # the person's own plan moved, told by someone else
+    ([("person", "我下个月15号搬家"), ("assistant", "好"), ("person", "哦不对 房东刚说改到20号了 15号那边还没腾出来")],
+     ["房东刚说改到20号了 15号那边还没腾出来"], "我下个月15号搬家；更正：房东刚说改到20号了 15号那边还没腾出来"),
+    # the answer to the companion's question about the person's life: its first words, short ones joined
+    ([("person", "今天终于下班了 累死"), ("assistant", "辛苦啦～你是做什么工作的呀？"), ("person", "嗯 护士 三班倒的那种 今天刚下夜班")],
+     ["护士 三班倒的那种"], "你是做什么工作的呀？——护士 三班倒的那种"),
+    ([("person", "终于把娃哄睡了"), ("assistant", "辛苦了 孩子多大啦？"), ("person", "老大六岁 老二才八个月")],
+     ["老大六岁"], "孩子多大啦？——老大六岁"),
+    # the time of an event the companion asked about, with what it is for
+    ([("person", "下周我要过生日了 又老一岁"), ("assistant", "哇 哪天呀？我记一下"), ("person", "11月23号")],
+     ["下周我要过生日了", "11月23号"], "下周我要过生日了；11月23号"),
+])
+def test_answers_and_corrections_keep_their_context(turns, kept, content):
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert sorted(c.quote for c in got) == sorted(kept), got
+    assert content in [c.content for c in got], got
+
+
+@pytest.mark.parametrize("turns", [
+    # a yes-or-no question is answered yes; the fact, if any, says itself
+    [("person", "好困"), ("assistant", "宝宝取好名字了吗？"), ("person", "取好啦")],
+    # a question about the moment, and an answer that says nothing
+    [("person", "好困"), ("assistant", "你今天怎么了？"), ("person", "加班到十点")],
+    [("person", "好困"), ("assistant", "你是做什么工作的呀？"), ("person", "猜猜看")],
+    [("person", "好困"), ("assistant", "你老家是哪里的？"), ("person", "不告诉你")],
+])
+def test_an_answer_that_tells_nothing_lasting_is_not_kept(turns):
+    assert rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)]) == []
+
+
 class Chat:
     """A session file that grows turn by turn, as Claude Code writes it."""
 

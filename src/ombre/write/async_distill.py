@@ -125,9 +125,9 @@ def rules_candidates(
     """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed; `explain`
     collects how each clause was read (distill_rules.candidates)."""
     person = [(n, t.text) for n, t in enumerate(turns) if t.who == "person"]
-    # the person turns that answer a question of the assistant's ("满月是哪天呀" → "下个月12号")
+    # the person turns that answer a question of the assistant's ("满月是哪天呀" → "下个月12号"), with it
     answers = {
-        n
+        n: turns[n - 1].text
         for n, t in enumerate(turns)
         if t.who == "person" and n and turns[n - 1].who == "assistant" and distill_rules.asks(turns[n - 1].text)
     }

@@ -15,7 +15,9 @@ plans (算了 / 取消了 / 不用我了 …, the plan or agreement before it go
 version replaces (不对不对 …, 改成 …, 算了还是 …), what is taken back as a joke (骗你的, （不是）), guesses and
 hypotheticals (如果 / 可能 / 说不定 …; after 万一 / 要是 the rest of the turn is supposed too), one-off
 things of today or yesterday, what others said, and anything the assistant said (only the person's turns
-are read). When the assistant asks about a request or a plan, the time the person answers is kept too.
+are read). When the assistant asks about a request, a plan or an event, the time the person answers is kept
+with it; when it asks about the person's life (你是做什么工作的 / 孩子多大了), the answer's first words are kept,
+the question before them in the memory's text.
 The cues read the clause in simplified characters (plain()); the quote is kept as typed. They are general
 Chinese phrasings, chosen on the dev split of bench/distill_eval.py.
 
@@ -33,7 +35,7 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
@@ -344,6 +346,8 @@ _STANDING_THING = re.compile(r"提醒|闹钟|以后|每|我们|咱们|你")
 _CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到)")
 # a choice not to, made now, after all ("算了，还是不喝了", "还是不分手了"): what the person will not do this time,
 # under any cue. Not what happened after all ("还是分手了": news), nor a decision from now on ("还是决定以后不喝了")
+# who told the person their own plan moved ("房东刚说改到20号了", "她刚说改成周六了"): the change is theirs
+_TOLD = re.compile(r"^[^，。]{0,6}?(?:刚刚?|又|才|突然)?(?:说|通知|讲)(?=改|换|推|挪)")
 _CHOSEN_NOW = re.compile(r"^(?:我|我们|咱们|那|那我)?还是不(?!.*(?:决定|以后|今后|从|每|再也))[^，。]{0,8}了$")
 # what was just said is taken back as a joke ("签证都办好了（不是）", "哈哈 骗你的")
 _JOKE = re.compile(
@@ -695,10 +699,52 @@ def _hard_negative(clause: str) -> bool:
     )
 
 
+# what the companion asks about the person's life, not their moment ("你是做什么工作的呀", "孩子多大啦", "它叫什么
+# 名字呀", "你老家是哪里的"): the first words of the answer are a fact about them
+_ABOUT_PERSON = re.compile(
+    r"做什么|干什么|干啥|做啥|什么工作|哪里人|哪儿人|哪的人|老家|什么专业|学什么|读什么|几年级|大几|多大|几岁|"
+    r"叫什么|叫啥|名字|生日|属什么|星座|喜欢(?:什么|哪|谁|听|看|吃|玩)|最爱|最喜欢|爱吃什么|爱听什么|怕什么|"
+    r"过敏|忌口|住在哪|住哪|在哪(?:上班|工作|读书|上学|读)|几个孩子|几个娃|养了|什么时候认识|怎么认识|哪年|"
+    r"(?i:\bwhat do you do\b|\bwhere are you from\b|\bwhat(?:'s| is) (?:your|his|her|its) name\b|\bhow old\b)"
+)
+# asked for something, not yes or no ("宝宝取好名字了吗" is answered "取好啦", the name comes after)
+_WHAT = re.compile(r"什么|啥|哪|几|多大|多少|多久|谁|怎么|(?i:\b(?:what|where|who|how|which)\b)")
+_NOT_NOW = re.compile(r"今天|今晚|现在|刚才|刚刚|最近|这会|待会|一会|这次|这周|明天|怎么了|咋了|还好吗|吃了吗|累不累")
+# an answer that says nothing of its own ("是的呀", "对啊", "不告诉你", "你猜")
+_NO_ANSWER = re.compile(r"^(?:是|对|嗯|没有|没|不是|有|不告诉你|保密|秘密|你猜|不知道|忘了|随便)[的呀啊啦哦吧呢滴哈]*$")
+
+
+def _answer_first(text: str, pieces: list[str]) -> list[str]:
+    """An answer's first words, however short, joined to the clause after them as typed ("护士 三班倒的那种",
+    "土木 大三"): alone they are too short to be a clause, and they are what was asked."""
+    start = next((k for k, piece in enumerate(pieces) if piece and not _FILLER.fullmatch(piece)), 0)
+    head = start  # "嗯…周深吧": the particle is no part of the answer
+    while head + 1 < len(pieces) and len(pieces[head]) < 3 and len("".join(pieces[start : head + 1])) < 3:
+        head += 1
+    if head == start or not pieces[head]:
+        return pieces
+    begin = text.find(pieces[start])
+    end = text.find(pieces[head], begin + len(pieces[start])) + len(pieces[head])
+    return [*pieces[:start], text[begin:end].strip(), *pieces[head + 1 :]]
+
+
+def about_person(reply: str) -> str:
+    """The assistant's question about the person's life that ends its turn ("辛苦啦～你是做什么工作的呀？"),
+    or "" when it asks nothing, or asks about the moment ("你今天怎么了")."""
+    marked = re.findall(r"[^。！!？?～~\n]+(?=[?？])", reply)  # "哇 哪天呀？我记一下" asks, though it ends saying
+    if not marked and not asks(reply):
+        return ""
+    asked = (clauses(marked[-1]) if marked else clauses(reply))[-1:]  # "辛苦了 孩子多大啦" asks the last
+    if not asked or not _ABOUT_PERSON.search(asked[0]) or _NOT_NOW.search(asked[0]) or not _WHAT.search(asked[0]):
+        return ""
+    return asked[0] + "？"
+
+
 def asks(text: str) -> bool:
-    """Whether an assistant's turn ends on a question ("满月是哪天呀？")."""
+    """Whether an assistant's turn asks something ("满月是哪天呀？", "哇 哪天呀？我记一下"), or ends on a question
+    without its mark ("你老家是哪里的呀")."""
     last = [c for c in _CLAUSE_END.split(text.strip().rstrip("？?～~ ")) if c.strip()] or [""]
-    return bool(re.search(r"[?？]\s*$", text.strip())) or bool(_QUESTION_END.search(last[-1].strip()))
+    return bool(re.search(r"[?？]", text)) or bool(_QUESTION_END.search(last[-1].strip()))
 
 
 def _take_back(
@@ -727,7 +773,7 @@ def _changes(clause: str, n: int, found: list[tuple[Kept, str, int]]) -> tuple[K
     """The request, agreement or plan kept in this turn or the two before that a change said by itself
     (_CHANGE) is a new version of: the latest request or agreement (rank 0), else the latest plan (rank 5).
     ("我们周五视频吧" → "周五我要加班 改成周六吧": the agreement moves, not the overtime.)"""
-    if not _CHANGE.match(_FILLER.sub("", clause)):
+    if not _CHANGE.match(_TOLD.sub("", _FILLER.sub("", clause))):
         return None
     near = [f for f in reversed(found) if f[2] >= n - 2]
     return next((f for f in near if f[0].rank == 0), None) or next((f for f in near if f[0].rank == 5), None)
@@ -739,12 +785,23 @@ def _version_of(old: tuple[Kept, str, int], how: str, joint: str) -> Kept:
     return dataclasses.replace(old[0], cue=f"{how} 「{old[1]}」", before=f"{memory_text(old[1])}；{joint}")
 
 
+def _new_value(clause: str) -> str:
+    """A change or a correction without what announces it: its filler, the correction, who told it ("房东刚说
+    改到20号了": the person's own plan moved, told by another), and the change's verb."""
+    return _CHANGE.sub("", _TOLD.sub("", _CORRECTION.sub("", _FILLER.sub("", clause))).strip("，, "))
+
+
 def _bare(clause: str) -> bool:
     """Whether a change or a correction names nothing but its new time ("改到明天吧", "不对 是后天下午"): a new
     version of what it changes, which has no memory without it."""
-    rest = _CHANGE.sub("", _CORRECTION.sub("", _FILLER.sub("", clause)))
-    rest = _WHEN.sub("", re.sub(r"^(?:应该|其实)?是", "", rest.strip("，, ")))
+    rest = _WHEN.sub("", re.sub(r"^(?:应该|其实)?是", "", _new_value(clause).strip("，, ")))
     return len(re.sub(r"上午|下午|早上|晚上|中午|凌晨|半|[\d的吧了啊呀哈嘛呗号\s]", "", rest)) < 2
+
+
+def _leads_with_value(clause: str) -> bool:
+    """Whether, once announced, a correction begins with its new time or number ("是3月21号 12是我妹的"): the
+    words after it say why, and the quote keeps them."""
+    return bool(re.match(r"(?:应该|其实)?是?\s*(?:" + _WHEN.pattern + r"|\d)", _new_value(clause)))
 
 
 def _agreed(parts: list[str], i: int) -> Kept:
@@ -759,6 +816,16 @@ def _agreed(parts: list[str], i: int) -> Kept:
     )
 
 
+def _time_told(
+    clause: str, i: int, n: int, found: list[tuple[Kept, str, int]], asked: str | None
+) -> tuple[Kept, str, int] | None:
+    """The request, plan or event of the person's turn before whose time the companion asked, when this
+    clause of the answer gives it ("下周我要过生日了" → "哪天呀？" → "11月23号")."""
+    if asked is None or i >= 2 or not _WHEN.search(clause) or _hard_negative(clause):
+        return None
+    return next((f for f in found if f[2] == n - 2 and f[0].rank in (0, 2, 5)), None)
+
+
 def _from_context(
     parts: list[str],
     i: int,
@@ -766,20 +833,27 @@ def _from_context(
     found: list[tuple[Kept, str, int]],
     secret_from: int,
     changed_at: int,
-    answering: bool,
+    asked: str | None,
 ) -> Kept | None:
     """What clause i of turn n is kept as for what surrounds it, though it says nothing the cues know: the
-    content of an agreement or a secret announced beside it, the time asked for a request or plan just
-    made, or what replaces a plan just called off."""
+    content of an agreement or a secret announced beside it, the first words of an answer to the companion's question about the person's life (`asked`:
+    the assistant's turn before, None when it asked nothing), or what replaces a plan just called off."""
     clause = parts[i]
     if _marked(parts, i, _MARKER) and not _QUESTION.search(clause) and len(clause) >= 5:
         return _agreed(parts, i)
     if 0 <= secret_from >= n - 2 and not _QUESTION.search(clause) and len(clause) >= 3:
         return Kept("感受", 7, 1, "told in confidence")
-    if answering and i < 2 and _WHEN.search(clause) and not _hard_negative(clause):
-        asked_about = next((f[0] for f in found if f[2] == n - 2 and f[0].rank in (0, 5)), None)
-        if asked_about is not None:
-            return asked_about
+    question = about_person(asked or "")
+    answer = _FILLER.sub("", clause)
+    if question and i == 0 and len(answer) >= 2 and not _NO_ANSWER.match(answer) and not _hard_negative(clause):
+        kind = (
+            "关系"
+            if re.search(r"叫|名字|name", question)
+            else "事件"
+            if re.search(r"生日|认识|哪年", question)
+            else "偏好"
+        )
+        return Kept(kind, 5, 6, "answers the companion's question about the person's life", before=f"{question}——")
     if changed_at >= n - 2 and re.match(r"改成|改到|换成|改去", clause):
         return Kept("事件", 6, 5, "what replaces a plan called off")
     return None
@@ -850,7 +924,7 @@ def why_not(clause: str) -> str:
 def candidates(
     person_turns: list[tuple[int, str]],
     examples: Examples | None = None,
-    answers: Set[int] = frozenset(),
+    answers: Mapping[int, str] | None = None,
     add_from: float | None = None,
     accepted: Set[int] = frozenset(),
     explain: list[dict] | None = None,
@@ -859,14 +933,15 @@ def candidates(
     """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
     binding first, within the run's cap (room, capped). A plan called off later in the snippet goes with its cancel, a
     fact corrected later goes with its correction. A turn in `answers` replies to the assistant's question
-    about what the person's turn before it asked for or planned ("满月是哪天呀" → "下个月12号"): a time
-    it gives is kept as part of that. With `examples`, the nearest labelled clauses have a say (see the
+    (its text): a time it gives is kept as part of what the person's turn before it asked for, planned or
+    told ("满月是哪天呀" → "下个月12号"), its first words when the question is about the person's life. With `examples`, the nearest labelled clauses have a say (see the
     module's doc), from `add_from` (default ADD_FROM), and drop what the cues keep below `veto_below`
     (VETO_BELOW; 0: never). A turn in `accepted` was answered yes by the
     assistant: a proposal in it ("以后每周五晚上九点我们视频吧，好不好" → "好呀") is an agreement, quoted as
     proposed, unless a later turn takes it back. `explain` collects how each clause was read: the act, what
     decided it, and what took it back."""
     log: dict[tuple[int, str], dict] = {}
+    answers = answers or {}
 
     def read(n: int, typed: str, act: str, why: str) -> None:
         log[n, typed] = {"turn": n, "clause": typed, "act": act, "why": why}
@@ -889,6 +964,8 @@ def candidates(
     changed_at = -10  # the turn of the last cancel or correction
     for n, text in person_turns:
         pieces = [piece.strip() for piece in _CLAUSE_END.split(text)]
+        if about_person(answers.get(n, "")):
+            pieces = _answer_first(text, pieces)
         originals = [piece for piece in pieces if len(piece) >= 3]  # clauses(text)
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
         best_vote: tuple[float, tuple[Kept, str, int]] | None = None
@@ -940,9 +1017,12 @@ def candidates(
                 typed = _PROPOSAL_LEAD.sub("", _PROPOSAL_ASK.sub("", typed)).strip("，,。 ") or typed
                 kept: Kept | None = Kept("约定", 7, 0, "a proposal the companion accepted")
             else:
-                kept = judge(
-                    clause, parts[i + 1] if i + 1 < len(parts) else "", parts[i - 1] if i else "", text
-                ) or _from_context(parts, i, n, found, secret_from, changed_at, n in answers)
+                kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "", parts[i - 1] if i else "", text)
+                told = None if kept else _time_told(clause, i, n, found, answers.get(n))
+                if told is not None:  # its memory says what the time is for: "下周我要过生日了；11月23号"
+                    kept = _version_of(told, "the time asked for", "")
+                elif kept is None:
+                    kept = _from_context(parts, i, n, found, secret_from, changed_at, answers.get(n))
                 if kept is not None and kept.rank != 0 and _marked(parts, i, _MARKER):
                     kept = _agreed(parts, i)  # "我们约好了 / 每年春节…": the agreement, not a plan
             changed = _changes(clause, n, found)
@@ -950,7 +1030,11 @@ def candidates(
                 # "改成每天早上八点吧" after "每天早上提醒我喝水": a new version of that request, not a plan of
                 # its own; the memory says what it changes
                 kept = _version_of(changed, "a new version of", "")
-            elif corrected and _bare(clause) and (_WHEN.search(clause) or re.search(r"\d", clause)):
+            elif (
+                corrected
+                and (_bare(clause) or _leads_with_value(clause))
+                and (_WHEN.search(clause) or re.search(r"\d", clause))
+            ):
                 # "不对 是后天" after "我明天要去面试": the corrected one (the latest that names a time), with its
                 # new time; what the time does not correct stays ("我妹妹下周四结婚，我要当伴娘")
                 target = ([f for f in corrected if _WHEN.search(plain(f[1]))] or corrected)[-1]
