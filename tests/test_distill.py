@@ -742,6 +742,27 @@ def test_someone_of_the_persons_own_named_after_a_role_is_kept(said, kept):
     assert (got == [("关系", said)]) is kept, got
 
 
+@pytest.mark.parametrize("said, kept", [
+    # a like with a word or two before it, a habit said as one, and not the moment's 受不了了
+    ("我真的受不了香菜", True), ("我还挺喜欢做设计的", True), ("我一向只看悬疑剧", True), ("我离不开米饭", True),
+    ("我无肉不欢", True), ("失眠好多年了", True), ("我真的受不了了", False), ("我今天只吃了一顿", False),
+    ("从小就这样", False), ("我爸念叨好几年了", False),
+])
+def test_likes_and_habits_said_in_other_ways(said, kept):
+    got = _kept([("person", said), ("assistant", "嗯嗯")])
+    assert bool(got) is kept and (not got or got[0][1] == said), got
+
+
+@pytest.mark.parametrize("said, kind", [("我好惊蛇", "感受"), ("我阿爷上个月走咗", "事件"), ("我妈有白内障", "感受")])
+def test_cantonese_fears_and_a_relatives_health_are_kept(said, kind):
+    assert _kept([("person", said), ("assistant", "嗯嗯")]) == [(kind, said)]
+
+
+def test_a_correction_after_words_of_its_own_turn_corrects_those():
+    turns = [("person", "其实失眠好多年了"), ("assistant", "辛苦"), ("person", "反正白天靠咖啡续命 哦我说错了 靠茶")]
+    assert _kept(turns) == [("偏好", "其实失眠好多年了")]
+
+
 def test_what_a_doctor_forbids_is_kept():
     assert _kept([("person", "医生不让吃辣的"), ("assistant", "那要注意")]) == [("感受", "医生不让吃辣的")]
 

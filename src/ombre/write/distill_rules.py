@@ -226,7 +226,8 @@ _NAME = re.compile(
 # health history said without 我 ("腰椎间盘突出", "是降压药 得一直吃"): the person's, or their family's
 _HEALTH = (
     r"椎间盘|中风|脑梗|心梗|降压药|降糖药|胰岛素|得一直吃|有疤|留了疤|高血压|糖尿病|心脏病|哮喘|痛风|甲减|甲亢|乳糜泻|"
-    r"贫血|鼻炎|湿疹|癫痫|偏头痛|胃炎|乙肝|类风湿|心律不齐|早搏|低血糖|支架|搭桥|透析|化疗|放疗|"
+    r"贫血|鼻炎|湿疹|癫痫|偏头痛|胃炎|乙肝|类风湿|心律不齐|早搏|低血糖|支架|搭桥|透析|化疗|放疗|白内障|青光眼|帕金森|"
+    r"老年痴呆|阿尔茨海默|骨质疏松|关节炎|结石|抑郁症|焦虑症|"
     # surgery had, medicine taken for good ("前年做过心脏支架", "现在每天吃阿司匹林", "在吃舍曲林")
     # (not 在吃素, a diet, nor 在吃薯片)
     r"做过[^，。]{0,6}手术|(?:每天|一直|长期|常年|在)[^，。]{0,3}?(?:吃|服|打)(?:[^，。]{0,6}(?:药|胶囊|胍|林|针)|[一两半]片)"
@@ -241,7 +242,11 @@ _FEAR = re.compile(
     + r")[^，。]{0,6}(?:不知道|没发现)"
 )
 _EVENT = re.compile(
-    r"结婚|订婚|离婚|怀孕|怀了|生了|出生|去世|过世|(?:" + _KIN + r").{0,8}(?:药|病|血压|血糖)|住院|出院|"
+    r"结婚|订婚|离婚|怀孕|怀了|生了|出生|去世|过世|(?:"
+    + _KIN
+    + r").{0,8}(?:药|病|血压|血糖|"
+    + _HEALTH
+    + r")|住院|出院|"
     r"手术|开刀|搬家|搬到|搬去|生日|纪念日|"
     r"周年|二胎|三胎|预产期|满月|毕业|高考|中考|退休|入职|辞职|离职|失业|升职|考上|复查|复诊|化疗|"
     r"来.{0,6}看我|伴娘|伴郎|婚礼|葬礼|体检|生病|病了|骨折|生宝宝|周岁|乔迁|买房|买车|分手|复合|在一起|求婚|领证|"
@@ -310,7 +315,11 @@ _SELF = re.compile(
     r"强迫症|完美主义)|迷上了|老花|近视|散光|色弱|色盲|耳背|我(?:不爱|不喜欢|讨厌)(?!你)|"
     r"我.{0,4}(?:住在|住|家在)|老家|家乡|我来自|籍贯|我(?:今年)?.{0,2}[一二三四五六七八九十\d]{1,3}(?:岁|多)(?:了)?|"
     r"退休|我在(?:减肥|备孕|戒烟|戒酒|健身|学|考|准备|养)|"
-    r"我(?:最|超|超级|特别|很|挺|巨|非常)?(?:喜欢|爱|讨厌|不喜欢|受不了|讨厌死)(?!你)|"
+    # likes and dislikes with a word or two between (我真的受不了香菜, 我还挺喜欢做设计的), not the moment's
+    # (我真的受不了了), and how a habit is said (我一向只看悬疑剧, 从小就怕黑, 离不开米饭, 无肉不欢)
+    r"我[^，。你]{0,3}?(?:喜欢|爱|讨厌|不喜欢|受不了|讨厌死)(?!你|了)|一向|向来|(?:从小|打小)就(?!这样|那样)|离不开(?!你)|"
+    r"无[\u4e00-\u9fff]不欢|(?:^|我|平时|一般|基本)只(?:听|看|吃|喝|穿|用|玩|追|喜欢)(?![^，。]{0,4}了)|"
+    r"^我?[^他她它们爸妈哥姐弟妹，。\s]{2,4}(?:好多|好些)年了$|"
     r"习惯|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)"
 )
 _HYPOTHETICAL = re.compile(
@@ -457,6 +466,12 @@ _AS_MANDARIN = (
     ("食不到", "吃不了"),
     ("食不", "吃不"),
     ("摆酒", "办婚礼"),
+    ("谂住", "想"),
+    ("阿爷", "爷爷"),
+    ("阿嫲", "奶奶"),
+    ("老豆", "爸爸"),
+    ("好惊", "好怕"),
+    ("最惊", "最怕"),
 )
 
 
@@ -657,10 +672,15 @@ def _gone_on(
     return out
 
 
-def _retract(found: list[tuple[Kept, str, int]], n: int, same_rank: int | None = None) -> list[tuple[Kept, str, int]]:
+def _retract(
+    found: list[tuple[Kept, str, int]], n: int, same_rank: int | None = None, just_said: str | None = None
+) -> list[tuple[Kept, str, int]]:
     """What turn n corrects: the candidates of the person's latest earlier turn that has any (within the
     two turns before), or, when none, this turn's (a correction of what was just typed); with `same_rank`,
-    only those of that rank."""
+    only those of that rank. A correction after words of its own turn (`just_said`, the clause before it:
+    "靠咖啡续命 哦我说错了 靠茶") corrects those words, and only them."""
+    if just_said is not None:
+        return [f for f in found if not (f[2] == n and f[1] == just_said)]
     hit = [f for f in found if n - 2 <= f[2] and (same_rank is None or f[0].rank == same_rank)]
     earlier = [f[2] for f in hit if f[2] < n]
     turn = max(earlier) if earlier else n
@@ -748,15 +768,16 @@ def asks(text: str) -> bool:
 
 
 def _take_back(
-    clause: str, n: int, found: list[tuple[Kept, str, int]], changed_at: int
+    clause: str, n: int, found: list[tuple[Kept, str, int]], changed_at: int, just_said: str | None = None
 ) -> tuple[list[tuple[Kept, str, int]], int, bool]:
     """What a joke, a correction or a cancel in turn n takes back: what is left, the turn of the last
-    change, and whether the clause says nothing but that."""
+    change, and whether the clause says nothing but that. `just_said`: the clause before it in its turn,
+    if any (_retract)."""
     bare = _FILLER.sub("", clause)  # a take-back after a particle ("哦不用了") is one
     if _JOKE.search(clause) or _TAKE_BACK.search(clause) or _TAKE_BACK.search(bare):
         return [f for f in found if f[2] < n - 2], changed_at, True  # this turn's and the one before's claims
     if _CORRECTION.search(clause) and changed_at != n:  # "不对不对 … 打错了" is one correction
-        found, changed_at = _retract(found, n), n
+        found, changed_at = _retract(found, n, just_said=just_said), n
     if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause) or _PUT_OFF.match(clause)):
         # the plan or agreement before it, in this turn or the person's turn before, is off
         return [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n, True
@@ -978,10 +999,11 @@ def candidates(
                 if piece and _TAKE_BACK.search(plain(piece)):
                     found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{piece}」"), None
                 elif piece and _CORRECTION.search(plain(piece)) and changed_at != n:  # "不对 是后天"
-                    left = _retract(found, n)
+                    left = _retract(found, n, just_said=originals[i] if i >= 0 else None)
                     corrected = [f for f in found if f not in left]
                     found, changed_at, best_vote = dropped(found, left, f"「{piece}」"), n, None
                 continue
+            just_said = originals[i] if i >= 0 else None
             i += 1
             typed, clause = originals[i], parts[i]
             if recalling and _SAID_BEFORE.match(_FILLER.sub("", clause)):
@@ -990,7 +1012,7 @@ def candidates(
             supposing = supposing or bool(_SUPPOSE.search(clause))
             before = changed_at
             earlier = found
-            found, changed_at, spent = _take_back(clause, n, found, changed_at)
+            found, changed_at, spent = _take_back(clause, n, found, changed_at, just_said)
             dropped(earlier, found, f"「{typed}」")
             if changed_at != before and _CORRECTION.search(clause):
                 corrected = [f for f in earlier if f not in found]
