@@ -122,7 +122,7 @@ def _by_set(cases) -> dict[str, list]:
     groups: dict[str, list] = {}
     for c in cases:
         name = ("sets e-f" if c.id.startswith(("e-", "f-")) else "set g" if c.id.startswith("g-")
-                else "sets h-i" if c.id.startswith(("h-", "i-")) else "set j" if c.id.startswith("j")
+                else "sets h-i" if c.id.startswith(("h-", "i-")) else "sets j-k" if c.id.startswith(("j", "k"))
                 else "sets a-d")
         groups.setdefault(name, []).append(c)
     return dict(sorted(groups.items()))
