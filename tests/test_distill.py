@@ -103,6 +103,12 @@ def test_corrections_replacements_answers_and_traditional_characters(turns, kept
     # the time of an event the companion asked about, with what it is for
     ([("person", "下周我要过生日了 又老一岁"), ("assistant", "哇 哪天呀？我记一下"), ("person", "11月23号")],
      ["下周我要过生日了", "11月23号"], "下周我要过生日了；11月23号"),
+    # asked without its question mark
+    ([("person", "刚下班"), ("assistant", "你老家是哪里的呀"), ("person", "湖南衡阳的 一个小县城")],
+     ["湖南衡阳的"], "你老家是哪里的呀？——湖南衡阳的"),
+    # a name said wrong, then denied and given again
+    ([("person", "我老板叫王建国"), ("assistant", "好的 王总"), ("person", "不是王建国 是王建军")],
+     ["是王建军"], "我老板叫王建国；更正：是王建军"),
 ])
 def test_answers_and_corrections_keep_their_context(turns, kept, content):
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
@@ -747,6 +753,8 @@ def test_someone_of_the_persons_own_named_after_a_role_is_kept(said, kept):
     ("我真的受不了香菜", True), ("我还挺喜欢做设计的", True), ("我一向只看悬疑剧", True), ("我离不开米饭", True),
     ("我无肉不欢", True), ("失眠好多年了", True), ("我真的受不了了", False), ("我今天只吃了一顿", False),
     ("从小就这样", False), ("我爸念叨好几年了", False),
+    ("每周至少跑三次", True), ("周末基本宅家", True), ("我是猫派", True), ("今天至少跑了三次厕所", False),
+    ("maybe 我是猫派", False),
 ])
 def test_likes_and_habits_said_in_other_ways(said, kept):
     got = _kept([("person", said), ("assistant", "嗯嗯")])
@@ -756,6 +764,11 @@ def test_likes_and_habits_said_in_other_ways(said, kept):
 @pytest.mark.parametrize("said, kind", [("我好惊蛇", "感受"), ("我阿爷上个月走咗", "事件"), ("我妈有白内障", "感受")])
 def test_cantonese_fears_and_a_relatives_health_are_kept(said, kind):
     assert _kept([("person", said), ("assistant", "嗯嗯")]) == [(kind, said)]
+
+
+def test_denying_what_was_not_kept_corrects_nothing():
+    turns = [("person", "我老板叫王建国"), ("assistant", "好"), ("person", "不是我不想去 是没时间")]
+    assert _kept(turns) == [("关系", "我老板叫王建国")]
 
 
 def test_a_correction_after_words_of_its_own_turn_corrects_those():

@@ -125,11 +125,10 @@ def rules_candidates(
     """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed; `explain`
     collects how each clause was read (distill_rules.candidates)."""
     person = [(n, t.text) for n, t in enumerate(turns) if t.who == "person"]
-    # the person turns that answer a question of the assistant's ("满月是哪天呀" → "下个月12号"), with it
+    # the person turns that reply to the assistant, with what it said: an answer to its question ("满月是哪天呀"
+    # → "下个月12号", "你老家是哪里的呀" → "湖南衡阳的") is read with the question (distill_rules.candidates)
     answers = {
-        n: turns[n - 1].text
-        for n, t in enumerate(turns)
-        if t.who == "person" and n and turns[n - 1].who == "assistant" and distill_rules.asks(turns[n - 1].text)
+        n: turns[n - 1].text for n, t in enumerate(turns) if t.who == "person" and n and turns[n - 1].who == "assistant"
     }
     # the person turns whose proposal the assistant said yes to ("…我们视频吧，好不好" → "好呀")
     accepted = {

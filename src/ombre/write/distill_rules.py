@@ -322,12 +322,13 @@ _SELF = re.compile(
     # (我真的受不了了), and how a habit is said (我一向只看悬疑剧, 从小就怕黑, 离不开米饭, 无肉不欢)
     r"我[^，。你]{0,3}?(?:喜欢|爱|讨厌|不喜欢|受不了|讨厌死)(?!你|了)|一向|向来|(?:从小|打小)就(?!这样|那样)|离不开(?!你)|"
     r"无[\u4e00-\u9fff]不欢|(?:^|我|平时|一般|基本)只(?:听|看|吃|喝|穿|用|玩|追|喜欢)(?![^，。]{0,4}了)|"
-    r"^我?[^他她它们爸妈哥姐弟妹，。\s]{2,4}(?:好多|好些)年了$|"
+    r"^我?[^他她它们爸妈哥姐弟妹，。\s]{2,4}(?:好多|好些)年了$|至少[^，。]{0,4}?[一二两三四五六七八九十\d]+次|"
+    r"基本(?:不|都|只|宅|在家)|我是[^，。]{1,3}派$|"
     r"习惯|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)"
 )
 _HYPOTHETICAL = re.compile(
     r"差不多|似的|如果|要是|假如|万一|说不定|也许|可能|大概|好像|估计|不确定|不一定|会不会|猜|感觉我|我觉得我|"
-    r"上辈子|下辈子|转世"
+    r"上辈子|下辈子|转世|(?i:\bmaybe\b|\bprobably\b|\bperhaps\b|\bi guess\b)"
 )
 # a condition or a guess whose scope is the rest of its turn ("万一我中了五百万 第一件事就是辞职")
 _SUPPOSE = re.compile(r"如果|要是|假如|万一|我猜|说不定")
@@ -343,6 +344,8 @@ _UNDONE = re.compile(r"^(?:那|那就|还是|就|我|先)?不([\u4e00-\u9fff])�
 _PUT_OFF = re.compile(r"^(?:那|那就|还是)?(?:以后|下次|回头|改天)再说(?:吧|啦|了|哈)?$")
 _ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上周|上礼拜|今早")
 # a correction of what was just said: the kept clause before it goes ("哦不对 是11月3号")
+# "不是王建国" after "我老板叫王建国": the kept words it names are wrong (not "不是我不想去", which names none)
+_DENIED = re.compile(r"^不是([^，。\s]{2,8})$")
 _CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了|打错了|写错了")
 # a new version of what was just agreed ("改成每天提醒我喝六杯吧", "算了还是叫我杰哥吧"): the old one goes
 _REPLACE = re.compile(r"^(?:改成|改到|改为|换成|算了还是|还是.{1,12}吧$)")
@@ -727,7 +730,8 @@ def _hard_negative(clause: str) -> bool:
 _ABOUT_PERSON = re.compile(
     r"做什么|干什么|干啥|做啥|什么工作|哪里人|哪儿人|哪的人|老家|什么专业|学什么|读什么|几年级|大几|多大|几岁|"
     r"叫什么|叫啥|名字|生日|属什么|星座|喜欢(?:什么|哪|谁|听|看|吃|玩)|最爱|最喜欢|爱吃什么|爱听什么|怕什么|"
-    r"过敏|忌口|住在哪|住哪|在哪(?:上班|工作|读书|上学|读)|几个孩子|几个娃|养了|什么时候认识|怎么认识|哪年|"
+    r"过敏|忌口|住在哪|住哪|在哪(?:上班|工作|读书|上学|读)|哪个学校|什么学校|哪所|几个孩子|几个娃|养了|什么时候认识|"
+    r"怎么认识|哪年|"
     r"(?i:\bwhat do you do\b|\bwhere are you from\b|\bwhat(?:'s| is) (?:your|his|her|its) name\b|\bhow old\b)"
 )
 # asked for something, not yes or no ("宝宝取好名字了吗" is answered "取好啦", the name comes after)
@@ -752,11 +756,10 @@ def _answer_first(text: str, pieces: list[str]) -> list[str]:
 
 
 def about_person(reply: str) -> str:
-    """The assistant's question about the person's life that ends its turn ("辛苦啦～你是做什么工作的呀？"),
-    or "" when it asks nothing, or asks about the moment ("你今天怎么了")."""
+    """The assistant's question about the person's life that ends its turn ("辛苦啦～你是做什么工作的呀？", "你老家
+    是哪里的呀", with or without its mark), or "" when it asks nothing, asks yes or no, or asks about the
+    moment ("你今天怎么了")."""
     marked = re.findall(r"[^。！!？?～~\n]+(?=[?？])", reply)  # "哇 哪天呀？我记一下" asks, though it ends saying
-    if not marked and not asks(reply):
-        return ""
     asked = (clauses(marked[-1]) if marked else clauses(reply))[-1:]  # "辛苦了 孩子多大啦" asks the last
     if not asked or not _ABOUT_PERSON.search(asked[0]) or _NOT_NOW.search(asked[0]) or not _WHAT.search(asked[0]):
         return ""
@@ -781,6 +784,11 @@ def _take_back(
         return [f for f in found if f[2] < n - 2], changed_at, True  # this turn's and the one before's claims
     if _CORRECTION.search(clause) and changed_at != n:  # "不对不对 … 打错了" is one correction
         found, changed_at = _retract(found, n, just_said=just_said), n
+    denied = _DENIED.match(bare)
+    if denied and changed_at != n:  # "我老板叫王建国" → "不是王建国 是王建军": what names it is corrected
+        named = [f for f in found if f[2] >= n - 2 and denied[1] in plain(f[1])]
+        if named:
+            return [f for f in found if f not in named], n, True
     if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause) or _PUT_OFF.match(clause)):
         # the plan or agreement before it, in this turn or the person's turn before, is off
         return [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n, True
@@ -845,7 +853,7 @@ def _time_told(
 ) -> tuple[Kept, str, int] | None:
     """The request, plan or event of the person's turn before whose time the companion asked, when this
     clause of the answer gives it ("下周我要过生日了" → "哪天呀？" → "11月23号")."""
-    if asked is None or i >= 2 or not _WHEN.search(clause) or _hard_negative(clause):
+    if asked is None or not asks(asked) or i >= 2 or not _WHEN.search(clause) or _hard_negative(clause):
         return None
     return next((f for f in found if f[2] == n - 2 and f[0].rank in (0, 2, 5)), None)
 
@@ -956,8 +964,8 @@ def candidates(
 ) -> list[tuple[Kept, str, int]]:
     """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
     binding first, within the run's cap (room, capped). A plan called off later in the snippet goes with its cancel, a
-    fact corrected later goes with its correction. A turn in `answers` replies to the assistant's question
-    (its text): a time it gives is kept as part of what the person's turn before it asked for, planned or
+    fact corrected later goes with its correction. A turn in `answers` replies to the assistant (its text): to
+    its question, a time it gives is kept as part of what the person's turn before it asked for, planned or
     told ("满月是哪天呀" → "下个月12号"), its first words when the question is about the person's life. With `examples`, the nearest labelled clauses have a say (see the
     module's doc), from `add_from` (default ADD_FROM), and drop what the cues keep below `veto_below`
     (VETO_BELOW; 0: never). A turn in `accepted` was answered yes by the
@@ -1017,7 +1025,7 @@ def candidates(
             earlier = found
             found, changed_at, spent = _take_back(clause, n, found, changed_at, just_said)
             dropped(earlier, found, f"「{typed}」")
-            if changed_at != before and _CORRECTION.search(clause):
+            if changed_at != before and (_CORRECTION.search(clause) or _DENIED.match(_FILLER.sub("", clause))):
                 corrected = [f for f in earlier if f not in found]
             if spent or changed_at != before:
                 best_vote = None
@@ -1055,10 +1063,10 @@ def candidates(
                 # "改成每天早上八点吧" after "每天早上提醒我喝水": a new version of that request, not a plan of
                 # its own; the memory says what it changes
                 kept = _version_of(changed, "a new version of", "")
-            elif (
-                corrected
-                and (_bare(clause) or _leads_with_value(clause))
+            elif corrected and (
+                (_bare(clause) or _leads_with_value(clause))
                 and (_WHEN.search(clause) or re.search(r"\d", clause))
+                or re.fullmatch(r"(?:应该|其实)?是[^，。\s]{2,8}", _new_value(clause))  # "不是王建国 是王建军"
             ):
                 # "不对 是后天" after "我明天要去面试": the corrected one (the latest that names a time), with its
                 # new time; what the time does not correct stays ("我妹妹下周四结婚，我要当伴娘")
