@@ -15,9 +15,9 @@
   English person's memories, prompts that paraphrase, fragments with context, moods, and prompts that
   concern no stored memory).
 
-- paraphrase: short Chinese questions (bench/data/paraphrase_zh.json, written blind to the code: eight
-  people of different lives, 40 memories and 30 questions each) that ask about one stored fact in other
-  words ("有什么水果是我碰不得的？" for an allergy to mango).
+- paraphrase: short Chinese questions (bench/data/paraphrase_zh*.json, written blind to the code: sixteen
+  people of different lives, 40 memories and 30 questions each, the second eight by two more writers) that
+  ask about one stored fact in other words ("有什么水果是我碰不得的？" for an allergy to mango).
 - multisession: English conversations between two people over twenty-odd dated sessions
   (bench/data/multisession_en_*.json, written blind to the code), every turn a memory; factual, temporal,
   multi-hop and updated-fact questions whose gold are the turns holding the evidence.
@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 MEMDAILY = HERE.parents[1] / "shared" / "bench" / "memdaily"
 COMPANION_FILES = (HERE / "data" / "companion_set.json", HERE / "data" / "companion_set2.json")
 LONGCHAT_FILES = tuple(sorted((HERE / "data").glob("longchat_en_*.json")))
-PARAPHRASE_FILE = HERE / "data" / "paraphrase_zh.json"
+PARAPHRASE_FILES = tuple(sorted((HERE / "data").glob("paraphrase_zh*.json")))
 MULTISESSION_FILES = tuple(sorted((HERE / "data").glob("multisession_en_*.json")))
 HOOK_FILES = tuple(sorted((HERE / "data").glob("hook_dialogues_*.json")))
 
@@ -181,16 +181,17 @@ def longchat(paths: tuple[Path, ...] = LONGCHAT_FILES) -> EvalSet:
     return EvalSet("longchat", stores, cases)
 
 
-def paraphrase(path: Path = PARAPHRASE_FILE) -> EvalSet:
+def paraphrase(paths: tuple[Path, ...] = PARAPHRASE_FILES) -> EvalSet:
     """Short Chinese questions that each paraphrase one stored fact with few shared words; one store a person."""
     stores: dict[str, list[tuple[str, str]]] = {}
     cases = []
-    for person in json.loads(path.read_text(encoding="utf-8"))["people"]:
-        key = f"{path.stem}:{person['pid']}"
-        stores[key] = [(m["id"], m["content"]) for m in person["memories"]]
-        cases += [Case("paraphrase", "paraphrase", split_of(q["qid"]), key, q["text"], gold=frozenset(q["gold"]),
-                       key=q["qid"])
-                  for q in person["questions"]]
+    for path in paths:
+        for person in json.loads(path.read_text(encoding="utf-8"))["people"]:
+            key = f"{path.stem}:{person['pid']}"
+            stores[key] = [(m["id"], m["content"]) for m in person["memories"]]
+            cases += [Case("paraphrase", "paraphrase", split_of(q["qid"]), key, q["text"],
+                           gold=frozenset(q["gold"]), key=q["qid"])
+                      for q in person["questions"]]
     return EvalSet("paraphrase", stores, cases)
 
 
@@ -248,7 +249,7 @@ def load(names: tuple[str, ...] = SETS) -> dict[str, EvalSet]:
             out[name] = companion()
         elif name == "longchat" and LONGCHAT_FILES:
             out[name] = longchat()
-        elif name == "paraphrase" and PARAPHRASE_FILE.exists():
+        elif name == "paraphrase" and PARAPHRASE_FILES:
             out[name] = paraphrase()
         elif name == "multisession" and MULTISESSION_FILES:
             out[name] = multisession()
