@@ -591,7 +591,7 @@ def test_a_change_said_by_itself_is_a_new_version_of_what_it_changes():
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(
         [("person", "每天早上提醒我喝水"), ("assistant", "好"), ("person", "嗯 改成每天早上八点吧")])])
     assert [(c.type, c.content, c.quote, c.importance) for c in got] == [
-        ("承诺", "每天早上提醒我喝水；改成每天早上八点吧", "改成每天早上八点吧", 7)]
+        ("承诺", "每天早上提醒我喝水；改成每天早上八点", "改成每天早上八点吧", 7)]
     # an agreement moved to another day
     assert _kept([("person", "以后每周五晚上九点我们视频 说定了"), ("assistant", "好"),
                   ("person", "换到周六吧")]) == [("承诺", "换到周六吧")]
@@ -622,7 +622,7 @@ def test_a_change_said_thing_first_is_a_commitment_and_a_change_moves_the_agreem
         ("承诺", "吃药的提醒改成十点吧")]
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(
         [("person", "我们周五视频吧 好不好"), ("assistant", "好呀"), ("person", "等等 周五我要加班 改成周六吧")])])
-    assert ("约定", "我们周五视频；改成周六吧") in [(c.type, c.content) for c in got]
+    assert ("约定", "我们周五视频；改成周六") in [(c.type, c.content) for c in got]
 
 
 def test_something_for_later_today_with_no_hour_is_no_plan(tmp_path):
@@ -764,6 +764,13 @@ def test_likes_and_habits_said_in_other_ways(said, kept):
 @pytest.mark.parametrize("said, kind", [("我好惊蛇", "感受"), ("我阿爷上个月走咗", "事件"), ("我妈有白内障", "感受")])
 def test_cantonese_fears_and_a_relatives_health_are_kept(said, kind):
     assert _kept([("person", said), ("assistant", "嗯嗯")]) == [(kind, said)]
+
+
+def test_a_request_keeps_the_occasion_said_before_it_and_drops_its_asking():
+    turns = [("person", "以后我值夜班的时候 你每天早上八点提醒我吃早饭好不好"), ("assistant", "好呀"), ("person", "嗯嗯 说定了")]
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert [(c.quote, c.content) for c in got] == [
+        ("以后我值夜班的时候 你每天早上八点提醒我吃早饭好不好", "以后我值夜班的时候 你每天早上八点提醒我吃早饭")]
 
 
 def test_denying_what_was_not_kept_corrects_nothing():

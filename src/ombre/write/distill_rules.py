@@ -360,6 +360,8 @@ _STANDING_THING = re.compile(r"提醒|闹钟|以后|每|我们|咱们|你")
 # a change said by itself ("改成早上八点吧", "换到周四"): a new version of the request, agreement or plan just
 # kept, of that kind whatever its own words say
 _CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到)")
+# the occasion a request or a rule holds on, said in the clause before it ("以后我值夜班的时候 / 你…提醒我")
+_WHEN_SO = re.compile(r"(?:的时候|那天|那几天|之前|之后|期间)$")
 # who told the person their own plan moved ("房东刚说改到20号了", "她刚说改成周六了"): the change is theirs
 _TOLD = re.compile(r"^[^，。]{0,6}?(?:刚刚?|又|才|突然)?(?:说|通知|讲)(?=改|换|推|挪)")
 # a choice not to, made now, after all ("算了，还是不喝了", "还是不分手了"): what the person will not do this time,
@@ -500,7 +502,8 @@ def memory_text(clause: str, before: str = "") -> str:
     text = clause.strip()
     while (shorter := _FILLER.sub("", text, count=1).strip()) != text and len(shorter) >= 2:
         text = shorter
-    asked = _PROPOSAL_LEAD.sub("", text).strip()  # "要不以后每天睡前你给我讲个笑话": what is proposed
+    # "要不以后每天睡前你给我讲个笑话", "你每天早上八点提醒我吃早饭好不好": what is proposed, not the asking
+    asked = _PROPOSAL_ASK.sub("", _PROPOSAL_LEAD.sub("", text)).strip()
     return asked if len(asked) >= 2 else text
 
 
@@ -1122,6 +1125,10 @@ def candidates(
             if _ELABORATION.match(clause) and any(f[2] == n and f[0].rank == kept.rank for f in found):
                 read(n, typed, "-", "more about what this turn already said")
                 continue
+            if kept.rank == 0 and i and _WHEN_SO.search(parts[i - 1]) and originals[i - 1] not in seen:
+                # "以后我值夜班的时候 你每天早上八点提醒我吃早饭": the request holds then, and its quote says so
+                start = text.find(originals[i - 1])
+                typed = text[start : text.find(typed, start) + len(typed)]
             if typed not in seen:
                 seen.add(typed)
                 found.append((kept, typed, n))
