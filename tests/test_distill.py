@@ -123,6 +123,7 @@ def test_answers_and_corrections_keep_their_context(turns, kept, content):
     [("person", "好困"), ("assistant", "你今天怎么了？"), ("person", "加班到十点")],
     [("person", "好困"), ("assistant", "你是做什么工作的呀？"), ("person", "猜猜看")],
     [("person", "好困"), ("assistant", "你老家是哪里的？"), ("person", "不告诉你")],
+    [("person", "好困"), ("assistant", "你是做什么工作的呀？"), ("person", "还行吧")],
 ])
 def test_an_answer_that_tells_nothing_lasting_is_not_kept(turns):
     assert rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)]) == []

@@ -742,7 +742,9 @@ _ABOUT_PERSON = re.compile(
 _WHAT = re.compile(r"什么|啥|哪|几|多大|多少|多久|谁|怎么|(?i:\b(?:what|where|who|how|which)\b)")
 _NOT_NOW = re.compile(r"今天|今晚|现在|刚才|刚刚|最近|这会|待会|一会|这次|这周|明天|怎么了|咋了|还好吗|吃了吗|累不累")
 # an answer that says nothing of its own ("是的呀", "对啊", "不告诉你", "你猜")
-_NO_ANSWER = re.compile(r"^(?:是|对|嗯|没有|没|不是|有|不告诉你|保密|秘密|你猜|不知道|忘了|随便)[的呀啊啦哦吧呢滴哈]*$")
+_NO_ANSWER = re.compile(
+    r"^(?:是|对|嗯|没有|没|不是|有|不告诉你|保密|秘密|你猜|猜猜|不知道|忘了|随便|还行|一般|不会|哈哈)[的呀啊啦哦吧呢滴哈看]*$"
+)
 
 
 def _answer_first(text: str, pieces: list[str]) -> list[str]:
