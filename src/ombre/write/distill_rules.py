@@ -972,8 +972,8 @@ def candidates(
     binding first, within the run's cap (room, capped). A plan called off later in the snippet goes with its cancel, a
     fact corrected later goes with its correction. A turn in `answers` replies to the assistant (its text): to
     its question, a time it gives is kept as part of what the person's turn before it asked for, planned or
-    told ("满月是哪天呀" → "下个月12号"), its first words when the question is about the person's life. With `examples`, the nearest labelled clauses have a say (see the
-    module's doc), from `add_from` (default ADD_FROM), and drop what the cues keep below `veto_below`
+    told ("满月是哪天呀" → "下个月12号"), its first words when the question is about the person's life. With
+    `examples`, the nearest labelled clauses have a say (see the module's doc), from `add_from` (default ADD_FROM), and drop what the cues keep below `veto_below`
     (VETO_BELOW; 0: never). A turn in `accepted` was answered yes by the
     assistant: a proposal in it ("以后每周五晚上九点我们视频吧，好不好" → "好呀") is an agreement, quoted as
     proposed, unless a later turn takes it back. `explain` collects how each clause was read: the act, what
@@ -1130,7 +1130,9 @@ def candidates(
             if kept.rank == 0 and i and _WHEN_SO.search(parts[i - 1]) and originals[i - 1] not in seen:
                 # "以后我值夜班的时候 你每天早上八点提醒我吃早饭": the request holds then, and its quote says so
                 start = text.find(originals[i - 1])
-                typed = text[start : text.find(typed, start) + len(typed)]
+                end = text.find(typed, start)
+                if 0 <= start <= end:
+                    typed = text[start : end + len(typed)]
             if typed not in seen:
                 seen.add(typed)
                 found.append((kept, typed, n))
