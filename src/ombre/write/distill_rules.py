@@ -871,17 +871,17 @@ def _from_context(
     found: list[tuple[Kept, str, int]],
     secret_from: int,
     changed_at: int,
-    asked: str | None,
+    question: str,
 ) -> Kept | None:
     """What clause i of turn n is kept as for what surrounds it, though it says nothing the cues know: the
-    content of an agreement or a secret announced beside it, the first words of an answer to the companion's question about the person's life (`asked`:
-    the assistant's turn before, None when it asked nothing), or what replaces a plan just called off."""
+    content of an agreement or a secret announced beside it, the first words of an answer to the companion's
+    question about the person's life (`question`, about_person of the assistant's turn before; "" when none),
+    or what replaces a plan just called off."""
     clause = parts[i]
     if _marked(parts, i, _MARKER) and not _QUESTION.search(clause) and len(clause) >= 5:
         return _agreed(parts, i)
     if 0 <= secret_from >= n - 2 and not _QUESTION.search(clause) and len(clause) >= 3:
         return Kept("感受", 7, 1, "told in confidence")
-    question = about_person(asked or "")
     answer = _FILLER.sub("", clause)
     if question and i == 0 and len(answer) >= 2 and not _NO_ANSWER.match(answer) and not _hard_negative(clause):
         kind = (
@@ -1002,7 +1002,8 @@ def candidates(
     changed_at = -10  # the turn of the last cancel or correction
     for n, text in person_turns:
         pieces = [piece.strip() for piece in _CLAUSE_END.split(text)]
-        if about_person(answers.get(n, "")):
+        question = about_person(answers.get(n, ""))  # read once a turn: every clause of it may answer
+        if question:
             pieces = _answer_first(text, pieces)
         originals = [piece for piece in pieces if len(piece) >= 3]  # clauses(text)
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
@@ -1061,7 +1062,7 @@ def candidates(
                 if told is not None:  # its memory says what the time is for: "下周我要过生日了；11月23号"
                     kept = _version_of(told, "the time asked for", "")
                 elif kept is None:
-                    kept = _from_context(parts, i, n, found, secret_from, changed_at, answers.get(n))
+                    kept = _from_context(parts, i, n, found, secret_from, changed_at, question)
                 if kept is not None and kept.rank != 0 and _marked(parts, i, _MARKER):
                     kept = _agreed(parts, i)  # "我们约好了 / 每年春节…": the agreement, not a plan
             changed = _changes(clause, n, found)
