@@ -532,6 +532,53 @@ def test_an_agreement_made_across_turns_is_kept(turns, kept):
     assert [(c.type, c.quote) for c in got] == kept, got
 
 
+@pytest.mark.parametrize("turns, kept, content", [
+    # the companion offers, the person counters with their own number, the companion says yes
+    ([("person", "我想每天跑步"), ("assistant", "每天跑五公里怎么样？"), ("person", "五公里太多了 三公里吧"),
+      ("assistant", "好 每天三公里")], [("约定", "三公里吧")], "每天跑五公里怎么样？——三公里"),
+    # the person's version begins with yes; nothing after it is needed
+    ([("person", "我想少喝点可乐"), ("assistant", "那一周最多两罐？"), ("person", "行 一周两罐 周末喝")],
+     [("约定", "一周两罐 周末喝")], "那一周最多两罐？——一周两罐 周末喝"),
+    # the companion adjusts the person's own proposal: the number agreed replaces the one proposed
+    ([("person", "我们来个约定 我每天读二十页书你就夸我"), ("assistant", "好呀 不过二十页有点多 先十页？"),
+      ("person", "行 每天十页")], [("约定", "每天十页")], "不过二十页有点多 先十页？——每天十页"),
+    # restated more fully when sealed: one agreement, the request before it stays
+    ([("person", "你每天给我出几道数学题吧"), ("assistant", "好 每天三道怎么样"), ("person", "三道太少 五道吧"),
+      ("assistant", "好 每天五道"), ("person", "嗯 每天五道数学题 就这么定了")],
+     [("约定", "每天五道数学题"), ("承诺", "你每天给我出几道数学题吧")], "每天三道怎么样——每天五道数学题"),
+    # a threat in the turn that seals it calls nothing off
+    ([("person", "我想练字"), ("assistant", "那先每天写一页？"), ("person", "行吧 一页 每晚九点你来检查"),
+      ("assistant", "成交"), ("person", "说好了啊 你忘了我就不写了")],
+     [("约定", "一页 每晚九点你来检查")], "那先每天写一页？——一页 每晚九点你来检查"),
+])
+def test_the_persons_version_of_the_companions_offer_is_the_agreement(turns, kept, content):
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert [(c.type, c.quote) for c in got] == kept, got
+    assert got[0].content == content
+
+
+@pytest.mark.parametrize("turns", [
+    # for the moment, not from now on
+    [("person", "好累"), ("assistant", "要不要先休息十分钟？"), ("person", "好 那我休息十分钟"), ("assistant", "去吧")],
+    # the companion says no to the person's version
+    [("person", "我想每天背单词"), ("assistant", "每天二十个怎么样？"), ("person", "二十个太少 一百个吧"),
+     ("assistant", "一百个太多了 不行哦")],
+    # a question about what happened, answered with a number
+    [("person", "今天吃撑了"), ("assistant", "你晚饭吃了几碗饭？"), ("person", "两碗 撑死了"), ("assistant", "好吧")],
+])
+def test_an_answer_with_a_number_is_no_agreement_unless_an_offer_is_settled(turns):
+    assert rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)]) == []
+
+
+def test_explain_names_the_offer_a_version_settles():
+    explain: list[dict] = []
+    turns = [("person", "我想每天跑步"), ("assistant", "每天跑五公里怎么样？"), ("person", "五公里太多了 三公里吧"),
+             ("assistant", "好 每天三公里")]
+    rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)], explain=explain)
+    assert {"turn": 2, "clause": "三公里吧", "act": "约定",
+            "why": "the person's version of the companion's offer 「每天跑五公里怎么样？」"} in explain
+
+
 def _kept(turns) -> list[tuple[str, str]]:
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
     return [(c.type, c.quote) for c in got]

@@ -274,7 +274,7 @@ _STANDING = re.compile(
 # how the other side accepts (好呀 / 可以 / 一言为定), not how it declines (不行 / 改天吧)
 _ACCEPT = re.compile(
     r"^(?:嗯+|好+[呀啊的哒嘞耶滴]*|行+|可以|没问题|当然|一言为定|说定了|成交|听你的|就这么定了|记住[了啦啰]|"
-    r"记下[了啦]|收到|遵命|必须的|要[！!～~呀啊]|要的|(?i:ok|okay|sure|deal))"
+    r"记下[了啦]|收到|遵命|必须的|要[！!～~呀啊]|要的|明白|也行|也可以|那就这样|就这样|妥了?|得嘞|(?i:ok|okay|sure|deal))"
 )
 # the person sealing it in the next turn ("嗯嗯，说定了！"): an agreement whatever words the companion used
 _CONFIRM = re.compile(r"^(?:嗯+|好+|那)?[，,～~ ]*(?:说定了|一言为定|就这么定了|约好了|说好了|拉钩|不许反悔)")
@@ -928,6 +928,91 @@ def _proposal(parts: list[str], i: int) -> bool:
     )
 
 
+# The companion's offer the person answers with their own version ("每天五个单词怎么样" → "五个太少 十个吧",
+# "先从30个开始？" → "行吧 30个 每晚十点你来考我"): a question about what to do, with a number, a rule or a
+# choice in it, not about the person's life or the moment.
+_OFFER = re.compile(
+    r"\d|[一二两三四五六七八九十百半]+\s*[个杯次块元分钟小时天周页组遍字句顿条轮点]|每|以后|平时|要不|试试|先|还是"
+)
+# what a version says: how many, how often, from when, unless what ("一周最多一杯吧", "除非我问你专业问题")
+_VERSION = re.compile(
+    r"\d|[一二两三四五六七八九十百千半]+\s*(?:个|杯|次|块|元|分钟|小时|天|周|页|章|组|遍|公里|斤|字|句|顿|瓶|条|集|首|轮|回|下|道|罐|题|节|圈|口)|"
+    r"(?<![多少快慢早晚好大小点])[一二两三四五六七八九十]{1,3}点|每|以后|除非|只|最多|最少|至少|不超过|以上|以下|以内|"
+    r"周[一二三四五六日天末]|平时|工作日|睡前"
+)
+# why the person's version differs from the offer: not the version ("五个太少", "全部会死的", "我专注不了")
+_OBJECTION = re.compile(r"太[^，。\s]{0,3}|会死|受不了|做不到|不了|不够|[咋哪怎]么?够|连.{0,8}都|有点[多少难长短早晚]")
+# the exchange holds from now on: a frequency, a rule or a start, anywhere in it
+_LASTING = re.compile(_STANDING.pattern + r"|一[周天月年]|平时|工作日|天天|开始|戒")
+
+
+def offer(reply: str) -> str:
+    """The companion's offer that ends its turn, asked as a question, with what leads to it in its sentence
+    ("50个有点多 先从30个开始？晚上我来抽查" → "50个有点多 先从30个开始？", "可以 每天五个单词怎么样" → "每天五个
+    单词怎么样"), or "" when it offers nothing: a question about the person's life or the moment, or one that
+    asks what or why."""
+    marked = re.findall(r"[^。！!？?～~\n]+(?=[?？])", reply)
+    asked = marked[-1] if marked else (clauses(reply) or [""])[-1]
+    asked = re.sub(r"^(?:好|行|可以|嗯|那|不过)[呀啊的哒]*\s+", "", asked.strip())
+    if not (marked or _PROPOSAL_ASK.search(asked)) or about_person(reply) or not _OFFER.search(asked):
+        return ""
+    if _WH.search(_PROPOSAL_ASK.sub("", asked)) and "还是" not in asked:
+        return ""
+    return asked.strip() + ("？" if marked else "")
+
+
+def settles(text: str) -> bool:
+    """Whether the person's turn begins by saying yes ("行吧 30个…", "可以 除非…", "ok 每天十个单词 就这么定了")."""
+    head = plain(text.strip())[:12]
+    return bool(_ACCEPT.match(head) or _CONFIRM.match(head)) and not _DECLINE.match(head)
+
+
+def lasting(exchange: str) -> bool:
+    """Whether an exchange of offers sets how it will be from now on, not for the moment ("要不要先休息十分钟？"
+    → "好 那我休息十分钟" holds for today only)."""
+    return bool(_LASTING.search(exchange))
+
+
+def _version(text: str) -> str:
+    """The person's own version of an offer, as typed: the run of pieces, from the first, that say how many,
+    how often or unless what ("200太少了 500吧 200连件衣服都买不了" → "500吧", "行 每天六杯 喝够了你夸我" →
+    "每天六杯 喝够了你夸我"); "" when it has none."""
+    where, run = 0, list[tuple[int, int]]()  # (start, end) of the run's pieces in the text
+    for piece in re.split(_CLAUSE_END.pattern + r"|\s+", text):
+        if not piece or not piece.strip():
+            continue
+        at = text.find(piece, where)
+        where = at + len(piece)
+        said = plain(piece)
+        usable = not (
+            _OBJECTION.search(said)
+            or _REASON.match(said)
+            or _QUESTION_END.search(said)
+            or _HYPOTHETICAL.search(said)
+            or _CANCEL.search(said)
+            or _CORRECTION.search(said)
+        )
+        if usable and (_VERSION.search(said) or run and _TO_YOU.search(said) and len(said) >= 4):
+            run.append((at, where))
+        elif run:
+            break
+    return text[run[0][0] : run[-1][1]].strip() if run else ""
+
+
+_COUNTED = re.compile(
+    r"(\d+|[一二两三四五六七八九十百千半]+)\s*(个|杯|次|块|元|分钟|小时|天|周|页|章|组|遍|公里|斤|字|句|顿|瓶|条|集|首|轮|回|下|道|罐|题|节|圈|口|点)"
+)
+
+
+def _counted_again(old: str, version: str) -> str:
+    """How a version counts what an earlier clause of the exchange counted: "anew" with another number ("我每天喝够
+    八杯水你就夸我" → "每天六杯"), "again" with the same ("十个吧" → "每天十个单词"), "" when it counts other things."""
+    before, now = _COUNTED.findall(old), _COUNTED.findall(version)
+    if set(before) & set(now):
+        return "again"
+    return "anew" if {unit for _, unit in before} & {unit for _, unit in now} else ""
+
+
 def proposes(text: str) -> bool:
     """Whether the text proposes something the two will do ("以后每天晚上十点我们互道晚安吧，好不好？")."""
     parts = [plain(c) for c in clauses(text)]
@@ -967,6 +1052,7 @@ def candidates(
     accepted: Set[int] = frozenset(),
     explain: list[dict] | None = None,
     veto_below: float | None = None,
+    offers: Mapping[int, str] | None = None,
 ) -> list[tuple[Kept, str, int]]:
     """(what, the clause as the person typed it, the turn's index) for every clause worth keeping, most
     binding first, within the run's cap (room, capped). A plan called off later in the snippet goes with its cancel, a
@@ -976,10 +1062,12 @@ def candidates(
     `examples`, the nearest labelled clauses have a say (see the module's doc), from `add_from` (default ADD_FROM), and drop what the cues keep below `veto_below`
     (VETO_BELOW; 0: never). A turn in `accepted` was answered yes by the
     assistant: a proposal in it ("以后每周五晚上九点我们视频吧，好不好" → "好呀") is an agreement, quoted as
-    proposed, unless a later turn takes it back. `explain` collects how each clause was read: the act, what
-    decided it, and what took it back."""
+    proposed, unless a later turn takes it back. A turn in `offers` settles the companion's offer (its text) with
+    the person's own version ("每天五个单词怎么样" → "五个太少 十个吧" → "好 每天十个"): the version is an agreement,
+    its memory the offer and the version, and it replaces what it counts anew. `explain` collects how each clause
+    was read: the act, what decided it, and what took it back."""
     log: dict[tuple[int, str], dict] = {}
-    answers = answers or {}
+    answers, offers = answers or {}, offers or {}
 
     def read(n: int, typed: str, act: str, why: str) -> None:
         log[n, typed] = {"turn": n, "clause": typed, "act": act, "why": why}
@@ -1011,6 +1099,19 @@ def candidates(
         supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
         corrected: list[tuple[Kept, str, int]] = []  # what a correction in this turn took back
         recalling = any(_RECALL_ASK.search(p) for p in parts)
+        version = _version(text) if n in offers else ""
+        said_before = [f for f in found if f[0].rank == 0 and f[2] >= n - 4 and _counted_again(plain(f[1]), version)]
+        if any(_counted_again(plain(f[1]), version) == "again" and len(f[1]) >= len(version) for f in said_before):
+            version = ""  # "我每三天发一次" → "那就这样 三天一发": said before, and more fully
+        if version and version not in seen:
+            found = dropped(found, [f for f in found if f not in said_before], f"「{version}」 (the version agreed)")
+            seen.add(version)
+            found.append(
+                (Kept("约定", 7, 0, "the person's version of the companion's offer", f"{offers[n]}——"), version, n)
+            )
+            read(n, version, "约定", f"the person's version of the companion's offer 「{offers[n]}」")
+        span = (text.find(version), text.find(version) + len(version)) if version else (-1, -1)
+        sealing = bool(_CONFIRM.match(plain(text).strip()))  # "说好了啊 不许忘 忘了我就不背了": no cancel
         i = -1
         for piece in pieces:
             if len(piece) < 3:  # too short to keep, but it may take back what came before it ("算了", "不了")
@@ -1024,6 +1125,14 @@ def candidates(
             just_said = originals[i] if i >= 0 else None
             i += 1
             typed, clause = originals[i], parts[i]
+            at = text.find(typed)
+            if version and at < span[1] and at + len(typed) > span[0]:
+                if typed != version:
+                    read(n, typed, "-", f"part of the version agreed, 「{version}」")
+                continue
+            if sealing and _CANCEL.search(clause) and not (_JOKE.search(clause) or _TAKE_BACK.search(clause)):
+                read(n, typed, "-", "a condition in a turn that seals the agreement, not a cancel")
+                continue
             if recalling and _SAID_BEFORE.match(_FILLER.sub("", clause)):
                 read(n, typed, "-", "part of a question about what was said")
                 continue
