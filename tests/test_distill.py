@@ -428,6 +428,19 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
     assert quotes("我老公周五出差去深圳。要去一个星期") == ["我老公周五出差去深圳"]
 
 
+@pytest.mark.parametrize("said, kept", [
+    # what a colleague or a neighbour eats is their news, not the person's
+    ("我室友对花生过敏", []),
+    ("楼上那个邻居最爱吃螺蛳粉", []),
+    ("我同事不吃辣 每次点菜都好麻烦", []),
+    # a partner is no acquaintance, and the person beside a colleague is the person
+    ("我男朋友不吃香菜", [("偏好", "我男朋友不吃香菜")]),
+    ("我和同事都不吃辣", [("偏好", "我和同事都不吃辣")]),
+])
+def test_what_an_acquaintance_eats_is_not_the_persons(said, kept):
+    assert _kept([("person", said), ("assistant", "嗯嗯")]) == kept
+
+
 def test_what_a_doctor_finds_in_the_person_is_kept_and_what_others_say_is_not():
     """「医生说我血压有点高」 is the person's health record (the product check had it as someone else's
     words); what a doctor says about someone else, or anyone's opinion of the person, stays out."""

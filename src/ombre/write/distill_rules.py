@@ -425,7 +425,10 @@ _REPORTED = re.compile(
     r"^(?!我|你|跟|和|(?:医生|大夫)说我)[^，。]{1,6}说(?!好|定|过|话|个|一|句)"
 )
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
-_ACQUAINTANCE = re.compile(r"^我?的?(?:同事|同学|朋友|邻居|老板|领导|网友|室友|同桌)(?!.*我)")
+_ACQUAINTANCE = re.compile(
+    r"^(?:我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里)?[^，。我和跟与及]{0,4}?的?"
+    r"(?:同事|同学|(?<![男女])朋友|邻居|老板|领导|网友|室友|同桌|哥们|姐们)(?!.*我)"
+)
 # A clause that goes on from the one kept just before it in the same sentence, with a pronoun for its subject
 # or none ("我女儿小满下个月十二号过生日，她想要一只小兔子", "我老公周五出差去深圳，要去一个星期"): kept with it,
 # or the memory holds half of what was told (the product check: "我老公要出差多久？" had nothing to answer).
@@ -583,7 +586,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         )
     ):
         return Kept("事件", 6, 2, "a life event")
-    if _FOOD.search(text) and not one_off:
+    if _FOOD.search(text) and not one_off and not _ACQUAINTANCE.match(text):
         return Kept(
             "偏好", 7 if re.search(r"过敏|不耐受|回民|清真|吃素", text) else 5, 3, "what the person eats or cannot"
         )
