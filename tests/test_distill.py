@@ -428,6 +428,11 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
     assert quotes("我老公周五出差去深圳。要去一个星期") == ["我老公周五出差去深圳"]
 
 
+def test_an_adverb_that_looks_like_a_question_keeps_the_request():
+    # "时不时" reads like an A-not-A question ("去不去") and is a frequency: a request from now on, not for now
+    assert _kept([("person", "你就时不时提醒我一下"), ("assistant", "好")]) == [("承诺", "你就时不时提醒我一下")]
+
+
 @pytest.mark.parametrize("said, kept", [
     # what a colleague or a neighbour eats is their news, not the person's
     ("我室友对花生过敏", []),
@@ -627,6 +632,10 @@ def test_asking_to_be_held_to_a_decision_strengthens_it():
     [("person", "以后你叫我公主殿下吧 哈哈 开玩笑的 别真叫")],
     [("person", "以后叫我哥 哈哈哈哈 不用当真"), ("assistant", "哈哈好")],
     [("person", "以后你每天早上叫我起床"), ("assistant", "好"), ("person", "还是别了 我有闹钟")],
+    # the reason given for a take-back is no request of its own
+    [("person", "以后每天提醒我背单词"), ("assistant", "好的"), ("person", "还是不要了 你催我我更不想背")],
+    # a rule against a verb, undone by doing it after all
+    [("person", "以后别给我发语音了"), ("assistant", "好 不发了"), ("person", "哎呀 还是发吧 打字太慢")],
     # a complaint about today or tomorrow is not a plan, nor is something the person cannot do this week
     [("person", "明天还得七点到公司 烦死"), ("assistant", "早点睡吧")],
     [("person", "明天要交报告了 好慌"), ("assistant", "你可以的")],

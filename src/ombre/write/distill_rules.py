@@ -114,8 +114,9 @@ _QUESTION_END = re.compile(
 _QUESTION = re.compile(
     r"要不要|是不是|有没有|会不会|能不能|可不可以|哪个|哪家|哪里|哪儿|什么|啥|怎么|咋|多少|几点|几号|"
     r"谁|为什么|为啥|还是.{1,10}(?:好|呢|呀|啊)$|^你觉得|^你说|^你猜|"
-    # any A-not-A ("该不该", "碰得碰不得") or A-or-B ("二十三…还是二十四…") question
-    r"(?P<v>[\u4e00-\u9fff])[不没](?P=v)|(?P<w>[\u4e00-\u9fff])得(?P=w)不得|是[^还]{1,10}还是|"
+    # any A-not-A ("该不该", "碰得碰不得") or A-or-B ("二十三…还是二十四…") question; "时不时" and "动不动" are
+    # adverbs
+    r"(?P<v>(?![时动])[\u4e00-\u9fff])[不没](?P=v)|(?P<w>[\u4e00-\u9fff])得(?P=w)不得|是[^还]{1,10}还是|"
     # an English question's first word, not a contraction of it ("can't eat shellfish" says, not asks)
     r"(?i:^(?:should|do|does|did|can|could|would|will|is|are|am|what|why|how|when|where|who|which)\b(?!['’]))"
 )
@@ -126,7 +127,7 @@ _ASKED_OF_ME = re.compile(r"问(?:问)?我.*$")
 # "陪我妈", "给我哥", "跟我姐": the person's kin, not the person (no request to the companion)
 _NOT_KIN = r"(?![妈爸爷奶姥外公婆哥姐弟妹儿女闺孙媳家])"
 # said to the companion about how it should be from now on
-_ONGOING = r"(?:以后|今后|从今|从现在|往后|每次|每回|每当|每天|每晚|每周|每个|每逢|不管|无论|到时候|等我|下次|只要)"
+_ONGOING = r"(?:以后|今后|从今|从现在|往后|每次|每回|每当|每天|每晚|每周|每个|每逢|不管|无论|到时候|等我|下次|只要|时不时|隔三差五)"
 _TO_YOU = re.compile(
     _ONGOING
     + r".{0,24}(?:你|提醒|叫我|喊我|陪(?!我)|(?:陪|跟|给|回)我"
@@ -340,6 +341,10 @@ _CANCEL = re.compile(
 )
 # a plan called off by negating its own verb ("我要辞职" → "冷静下来了 不辞了", "我想报个班" → "还是不报了"):
 # the verb must be the plan's, so "不疼了" calls off nothing
+# a rule or a plan against a verb undone by doing it after all ("你以后别用表情包了" → "哎呀 还是用吧")
+_REVERTED = re.compile(r"^(?:哎呀?|唉|那|好吧|那就|算了)?\s*还是([\u4e00-\u9fff])(?:吧|呗|啦)")
+# why something was just taken back ("还是不了 我怕越听越精神", "算了算了 你提醒我我更想说"): no memory of its own
+_WHY_NOT = re.compile(r"我也|我更|越.{1,4}越|不然|要不然|反正")
 _UNDONE = re.compile(r"^(?:那|那就|还是|就|我|先)?不([\u4e00-\u9fff])了(?:吧|啦|哈|呀|哦)*$")
 # put off in so many words ("以后再说吧"): its "以后…说" is no request to the companion
 _PUT_OFF = re.compile(r"^(?:那|那就|还是)?(?:以后|下次|回头|改天)再说(?:吧|啦|了|哈)?$")
@@ -377,7 +382,7 @@ _JOKE = re.compile(
 # "以后每周给你写首诗" → "当我没说"), and "别真叫" after a joke: nothing of it stays
 _TAKE_BACK = re.compile(
     r"当我没说|(?:刚才|上面)(?:那句|说的)?(?:不算|作废)|不算数|我收回|收回(?:刚才|那句|这句)|我再想想|再想想吧|"
-    r"再考虑(?:一下|考虑)|不了不了|还是不了|^(?:那|哎|唉|啊|呃)?算了(?:吧|算了)?$|^不了$|^不要了$|不弄了|"
+    r"再考虑(?:一下|考虑)|不了不了|还是不了|还是不要了|还是不用了|^(?:那|哎|唉|啊|呃)?算了(?:吧|算了)?$|^不了$|^不要了$|不弄了|"
     r"^不用了|^(?:别|不用|不要)真|^(?:那|哎|唉)?还是别(?:了|啦|吧)?$"
 )
 # asking whether the companion remembers ("你还记得我要考啥吗", "我对什么过敏来着"): a question whatever it
@@ -801,6 +806,17 @@ def _take_back(
     if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause) or _PUT_OFF.match(clause)):
         # the plan or agreement before it, in this turn or the person's turn before, is off
         return [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n, True
+    reverted = _REVERTED.match(bare)
+    if reverted:
+        # "以后不许提我减肥的事" → "哎还是提吧": the rule that forbade its verb is off
+        verb = reverted[1]
+        off = [
+            f
+            for f in found
+            if f[2] >= n - 2 and re.search(rf"(?:不|别|不许|不要|不用|不准)[^，。]{{0,4}}{verb}", plain(f[1]))
+        ]
+        if off:
+            return [f for f in found if f not in off], n, True
     undone = _UNDONE.match(bare)
     if undone:
         # "我要辞职" → "不辞了": the plan whose own verb is negated, and only that one
@@ -1115,11 +1131,13 @@ def candidates(
             read(n, version, "约定", f"the person's version of the companion's offer 「{offers[n]}」")
         span = (text.find(version), text.find(version) + len(version)) if version else (-1, -1)
         sealing = bool(_CONFIRM.match(plain(text).strip()))  # "说好了啊 不许忘 忘了我就不背了": no cancel
+        taken_back = False  # what follows a take-back in its turn may say why
         i = -1
         for piece in pieces:
             if len(piece) < 3:  # too short to keep, but it may take back what came before it ("算了", "不了")
                 if piece and _TAKE_BACK.search(plain(piece)):
                     found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{piece}」"), None
+                    taken_back = True
                 elif piece and _CORRECTION.search(plain(piece)) and changed_at != n:  # "不对 是后天"
                     left = _retract(found, n, just_said=originals[i] if i >= 0 else None)
                     corrected = [f for f in found if f not in left]
@@ -1150,6 +1168,10 @@ def candidates(
                 best_vote = None
             if spent:
                 read(n, typed, "take-back", "takes back what came before it (a joke, a cancel or in so many words)")
+                taken_back = True
+                continue
+            if taken_back and (_REASON.match(_FILLER.sub("", clause)) or _WHY_NOT.search(clause)):
+                read(n, typed, "-", "why something was just taken back")
                 continue
             if _HOLD_ME.match(_FILLER.sub("", clause)):
                 held = next((f for f in reversed(found) if f[0].rank == 0 and f[2] >= n - 2), None)
