@@ -825,6 +825,9 @@ def test_someone_of_the_persons_own_named_after_a_role_is_kept(said, kept):
     ("从小就这样", False), ("我爸念叨好几年了", False),
     ("每周至少跑三次", True), ("周末基本宅家", True), ("我是猫派", True), ("今天至少跑了三次厕所", False),
     ("maybe 我是猫派", False),
+    # a routine at a time of day or week, always so; not once
+    ("睡前必须泡个脚", True), ("每天下班都要去遛狗", True), ("一个星期练两次瑜伽", True), ("我喝咖啡只喝美式", True),
+    ("咖啡我永远加奶", True), ("每天下班都要累死了", False), ("我今天只喝了一杯", False),
 ])
 def test_likes_and_habits_said_in_other_ways(said, kept):
     got = _kept([("person", said), ("assistant", "嗯嗯")])

@@ -326,7 +326,13 @@ _SELF = re.compile(
     r"无[\u4e00-\u9fff]不欢|(?:^|我|平时|一般|基本)只(?:听|看|吃|喝|穿|用|玩|追|喜欢)(?![^，。]{0,4}了)|"
     r"^我?[^他她它们爸妈哥姐弟妹，。\s]{2,4}(?:好多|好些)年了$|至少[^，。]{0,4}?[一二两三四五六七八九十\d]+次|"
     r"基本(?:不|都|只|宅|在家)|我是[^，。]{1,3}派$|"
-    r"习惯|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)"
+    r"习惯|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)|"
+    # a routine of the person's: at a time of day or week, always so (睡前一定要听点白噪音, 每天下班都要去撸个铁,
+    # 一个礼拜游三次, 我看书只看纸质的, 奶茶我永远三分糖)
+    r"(?:睡前|睡觉|每天|每晚|每周|早上|下班|下了?夜班|上班前|周末|(?i:weekend))[^，。你]{0,8}?"
+    r"(?:必须|一定要|都要|都会|都得|总得|离不了)(?![^，。]{0,6}了)|"
+    r"(?:一|每)个?(?:周|礼拜|禮拜|星期|月)[^，。你]{0,4}?[一二两三四五六七八九十\d]+次|"
+    r"我[^，。你]{1,3}只(?:听|看|吃|喝|穿|用|玩|追)(?![^，。]{0,4}了)|我永远"
 )
 _HYPOTHETICAL = re.compile(
     r"差不多|似的|如果|要是|假如|万一|说不定|也许|可能|大概|好像|估计|不确定|不一定|会不会|猜|感觉我|我觉得我|"
@@ -438,6 +444,10 @@ _ACQUAINTANCE = re.compile(
 # or none ("我女儿小满下个月十二号过生日，她想要一只小兔子", "我老公周五出差去深圳，要去一个星期"): kept with it,
 # or the memory holds half of what was told (the product check: "我老公要出差多久？" had nothing to answer).
 _GOES_ON = re.compile(r"^(?:[她他它](?!们?(?:说|觉得|问|讲))|要|会|得|打算|准备|大概|估计|预计|一共|总共)")
+# how often, said after what it is about ("我超爱螺蛳粉 / 一周能吃三次"): more of that, not a habit of its own
+_HOW_OFTEN = re.compile(
+    r"^(?:几乎|幾乎|基本)?(?:一|每)个?(?:周|週|礼拜|禮拜|星期|天|月)[^，。]{0,6}?(?:[一二两三四五六七八九十\d]+\s*[次杯顿回趟]|都要)"
+)
 _JOINED = re.compile(r"[，,；;、\s]+")
 _ELABORATION = re.compile(r"^(?:但|但是|不过|而且|就是|完全|真的|还|也|其实|所以|可|可是|虽然|已经)")
 _FILLER = re.compile(
@@ -1259,7 +1269,11 @@ def candidates(
             ):
                 read(n, typed, "-", "the reason for a request or a decision just made in this turn")
                 continue
-            if _ELABORATION.match(clause) and any(f[2] == n and f[0].rank == kept.rank for f in found):
+            if (
+                _ELABORATION.match(clause)
+                and any(f[2] == n and f[0].rank == kept.rank for f in found)
+                or (_HOW_OFTEN.match(clause) and kept.rank >= 3 and any(f[2] == n and f[0].rank >= 3 for f in found))
+            ):
                 read(n, typed, "-", "more about what this turn already said")
                 continue
             if kept.rank == 0 and i and _WHEN_SO.search(parts[i - 1]) and originals[i - 1] not in seen:
