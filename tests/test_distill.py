@@ -106,6 +106,9 @@ def test_corrections_replacements_answers_and_traditional_characters(turns, kept
     # asked without its question mark
     ([("person", "刚下班"), ("assistant", "你老家是哪里的呀"), ("person", "湖南衡阳的 一个小县城")],
      ["湖南衡阳的"], "你老家是哪里的呀？——湖南衡阳的"),
+    # who someone the person named is, asked by the companion
+    ([("person", "晚上跟阿芳吃火锅"), ("assistant", "阿芳是？"), ("person", "我表姐阿芳 从小一起长大的")],
+     ["我表姐阿芳"], "阿芳是？——我表姐阿芳"),
     # a name said wrong, then denied and given again
     ([("person", "我老板叫王建国"), ("assistant", "好的 王总"), ("person", "不是王建国 是王建军")],
      ["是王建军"], "我老板叫王建国；更正：是王建军"),
@@ -426,6 +429,11 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
     assert quotes("我女儿小满下个月十二号过生日，她们说想要兔子") == ["我女儿小满下个月十二号过生日"]
     assert quotes("我老公周五出差去深圳，\u3000要去一个星期") == ["我老公周五出差去深圳，\u3000要去一个星期"]
     assert quotes("我老公周五出差去深圳。要去一个星期") == ["我老公周五出差去深圳"]
+
+
+def test_who_else_calls_the_person_so_is_no_memory_of_its_own():
+    got = _kept([("person", "以后叫我阿杰吧"), ("assistant", "好的阿杰"), ("person", "嗯 朋友都这么叫我")])
+    assert got == [("规则", "以后叫我阿杰吧")], got
 
 
 def test_an_adverb_that_looks_like_a_question_keeps_the_request():

@@ -448,6 +448,8 @@ _GOES_ON = re.compile(r"^(?:[她他它](?!们?(?:说|觉得|问|讲))|要|会|�
 _HOW_OFTEN = re.compile(
     r"^(?:几乎|幾乎|基本)?(?:一|每)个?(?:周|週|礼拜|禮拜|星期|天|月)[^，。]{0,6}?(?:[一二两三四五六七八九十\d]+\s*[次杯顿回趟]|都要)"
 )
+# who else calls the person so ("朋友都这么叫我" after "以后叫我阿杰"): why, with nothing of its own
+_SO_CALLED = re.compile(r"(?:都|也|一直|向来)(?:是)?(?:这么|这样)(?:叫|喊|称呼)(?:我|的)")
 _JOINED = re.compile(r"[，,；;、\s]+")
 _ELABORATION = re.compile(r"^(?:但|但是|不过|而且|就是|完全|真的|还|也|其实|所以|可|可是|虽然|已经)")
 _FILLER = re.compile(
@@ -534,7 +536,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
     the same turn ("…好不好" often follows the request it asks for), `prev` the one before ("每回我送完闺女
     回来 / 你陪我聊会儿行吗": from now on, not for now), `turn` the whole turn it is in."""
     text = _FILLER.sub("", _QUOTED.sub("X", clause))  # quoted words are named, not said: "别再说“有什么…”"
-    if _RECALL_ASK.search(text):
+    if _RECALL_ASK.search(text) or _SO_CALLED.search(text):
         return None
     one_off = bool(_ONE_OFF.search(text) and _PAST.search(text))
     request = bool(_TO_YOU.search(text) and _ADDRESSED.search(text)) and not _MARKER.match(text)
@@ -765,6 +767,9 @@ _NO_ANSWER = re.compile(
 )
 
 
+_WHO_IS = re.compile(r"^[^，。\s]{1,6}是(?:谁|哪位|哪个)?[呀啊呢哇]?$")
+
+
 def _answer_first(text: str, pieces: list[str]) -> list[str]:
     """An answer's first words, however short, joined to the clause after them as typed ("护士 三班倒的那种",
     "土木 大三"): alone they are too short to be a clause, and they are what was asked."""
@@ -785,6 +790,8 @@ def about_person(reply: str) -> str:
     moment ("你今天怎么了")."""
     marked = re.findall(r"[^。！!？?～~\n]+(?=[?？])", reply)  # "哇 哪天呀？我记一下" asks, though it ends saying
     asked = (clauses(marked[-1]) if marked else clauses(reply))[-1:]  # "辛苦了 孩子多大啦" asks the last
+    if marked and asked and _WHO_IS.match(asked[0]):  # "老周是？", "你室友是谁呀？": who someone named is
+        return asked[0] + "？"
     if not asked or not _ABOUT_PERSON.search(asked[0]) or _NOT_NOW.search(asked[0]) or not _WHAT.search(asked[0]):
         return ""
     return asked[0] + "？"
@@ -915,7 +922,7 @@ def _from_context(
     if question and i == 0 and len(answer) >= 2 and not _NO_ANSWER.match(answer) and not _hard_negative(clause):
         kind = (
             "关系"
-            if re.search(r"叫|名字|name", question)
+            if re.search(r"叫|名字|name", question) or _WHO_IS.match(question.rstrip("？"))
             else "事件"
             if re.search(r"生日|认识|哪年", question)
             else "偏好"
