@@ -118,11 +118,14 @@ def _by_set(cases) -> dict[str, list]:
     in many ways (preferences, names, food, fears, family events) beside look-alikes with nothing to keep
     (jokes, moods, other people, guesses, passing states, cancelled plans), and set i, promises, rules,
     agreements, take-backs and plans beside facts and their look-alikes: both written blind to the rules for
-    the examples' vote (#32)."""
+    the examples' vote (#32); sets j-k, longer messier chats where what counts is said in passing or settled in a
+    later turn (answers to the companion's questions, corrections, counter-offers), and set l, the same kinds
+    again, by two more writers, blind to the rules and to every other set."""
     groups: dict[str, list] = {}
     for c in cases:
         name = ("sets e-f" if c.id.startswith(("e-", "f-")) else "set g" if c.id.startswith("g-")
                 else "sets h-i" if c.id.startswith(("h-", "i-")) else "sets j-k" if c.id.startswith(("j", "k"))
+                else "set l" if c.id.startswith("l")
                 else "sets a-d")
         groups.setdefault(name, []).append(c)
     return dict(sorted(groups.items()))
