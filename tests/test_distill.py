@@ -106,6 +106,13 @@ def test_corrections_replacements_answers_and_traditional_characters(turns, kept
     # asked without its question mark
     ([("person", "刚下班"), ("assistant", "你老家是哪里的呀"), ("person", "湖南衡阳的 一个小县城")],
      ["湖南衡阳的"], "你老家是哪里的呀？——湖南衡阳的"),
+    # a yes or no about the person's life answered with more than yes; where they live; asked in Cantonese
+    ([("person", "好冷清"), ("assistant", "你有兄弟姐妹吗"), ("person", "有个姐 我们很亲")],
+     ["有个姐"], "你有兄弟姐妹吗？——有个姐"),
+    ([("person", "今天好冷"), ("assistant", "你在哪个城市呀"), ("person", "沈阳 零下二十度")],
+     ["沈阳 零下二十度"], "你在哪个城市呀？——沈阳 零下二十度"),
+    ([("person", "好热"), ("assistant", "你系边度人呀？"), ("person", "佛山人 而家喺广州")],
+     ["佛山人"], "你系边度人呀？——佛山人"),
     # who someone the person named is, asked by the companion
     ([("person", "晚上跟阿芳吃火锅"), ("assistant", "阿芳是？"), ("person", "我表姐阿芳 从小一起长大的")],
      ["我表姐阿芳"], "阿芳是？——我表姐阿芳"),
@@ -446,6 +453,7 @@ def test_an_adverb_that_looks_like_a_question_keeps_the_request():
     ("我室友对花生过敏", []),
     ("楼上那个邻居最爱吃螺蛳粉", []),
     ("我同事不吃辣 每次点菜都好麻烦", []),
+    ("隔壁宿舍的女生对芒果过敏", []), ("我们组长下个月退休", []),
     # a partner is no acquaintance, and the person beside a colleague is the person
     ("我男朋友不吃香菜", [("偏好", "我男朋友不吃香菜")]),
     ("我和同事都不吃辣", [("偏好", "我和同事都不吃辣")]),
@@ -572,6 +580,12 @@ def test_an_agreement_made_across_turns_is_kept(turns, kept):
     ([("person", "你每天给我出几道数学题吧"), ("assistant", "好 每天三道怎么样"), ("person", "三道太少 五道吧"),
       ("assistant", "好 每天五道"), ("person", "嗯 每天五道数学题 就这么定了")],
      [("约定", "每天五道数学题"), ("承诺", "你每天给我出几道数学题吧")], "每天三道怎么样——每天五道数学题"),
+    # one side of the companion's choice, picked; how to call someone holds from now on
+    ([("person", "我们都这么熟了"), ("assistant", "那叫你阿月还是月月？"), ("person", "月月吧 听着亲切"),
+      ("assistant", "好的月月")], [("约定", "月月吧")], "那叫你阿月还是月月？——月月"),
+    # the companion's time said, not asked, changed by the person and accepted
+    ([("person", "每天提醒我吃一次药"), ("assistant", "好 早上八点"), ("person", "九点吧 八点我还在地铁上"),
+      ("assistant", "好 九点")], [("约定", "九点吧"), ("承诺", "每天提醒我吃一次药")], "早上八点——九点"),
     # a threat in the turn that seals it calls nothing off
     ([("person", "我想练字"), ("assistant", "那先每天写一页？"), ("person", "行吧 一页 每晚九点你来检查"),
       ("assistant", "成交"), ("person", "说好了啊 你忘了我就不写了")],

@@ -150,8 +150,11 @@ def rules_candidates(
             continue
         after = turns[n + 1] if n + 1 < len(turns) and turns[n + 1].who == "assistant" else None
         offered = distill_rules.offer(turns[n - 1].text)
-        if offered and (distill_rules.settles(t.text) or after is not None and distill_rules.accepts(after.text)):
+        said_yes = after is not None and distill_rules.accepts(after.text)
+        if offered and (distill_rules.settles(t.text) or said_yes):
             offers[n] = offered
+        elif said_yes and (stated := distill_rules.offer(turns[n - 1].text, asked=False)):
+            offers[n] = stated  # "好 中午十二点" → "十二点半吧 我们十二点半才放饭" → "好 十二点半"
         elif n - 2 in offers and distill_rules.accepts(turns[n - 1].text) and distill_rules.settles(t.text):
             offers[n] = offers[n - 2]
     offers = {

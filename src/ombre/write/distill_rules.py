@@ -438,7 +438,8 @@ _REPORTED = re.compile(
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
 _ACQUAINTANCE = re.compile(
     r"^(?:我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里)?[^，。我和跟与及]{0,4}?的?"
-    r"(?:同事|同学|(?<![男女])朋友|邻居|老板|领导|网友|室友|同桌|哥们|姐们)(?!.*我)"
+    r"(?:同事|同学|(?<![男女])朋友|邻居|老板|领导|网友|室友|同桌|哥们|姐们|组长|主任|队长|班长|店长|老师|经理|"
+    r"师傅|师父|教练|主管|上司|女生|男生|阿姨|大爷|大妈|学长|学姐|学弟|学妹|师兄|师姐)(?!.*我)"
 )
 # A clause that goes on from the one kept just before it in the same sentence, with a pronoun for its subject
 # or none ("我女儿小满下个月十二号过生日，她想要一只小兔子", "我老公周五出差去深圳，要去一个星期"): kept with it,
@@ -618,7 +619,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         and not _later_today(text)
     ):
         return Kept("事件", 6, 5, "a plan with its time")
-    if _SELF.search(text) and not one_off:
+    if _SELF.search(text) and not one_off and not _ACQUAINTANCE.match(text):
         return Kept("偏好", 5, 6, "a fact about the person")
     return None
 
@@ -684,7 +685,7 @@ def _gone_on(
             if (
                 len(piece) >= 3
                 and piece not in seen
-                and _GOES_ON.match(clause)
+                and (_GOES_ON.match(clause) or _HOW_OFTEN.match(clause))
                 and text[end:].lstrip()[:1] not in ("?", "？")
                 and not _QUESTION_END.search(clause)
                 and not _QUESTION.search(clause)
@@ -753,13 +754,19 @@ def _hard_negative(clause: str) -> bool:
 # 名字呀", "你老家是哪里的"): the first words of the answer are a fact about them
 _ABOUT_PERSON = re.compile(
     r"做什么|干什么|干啥|做啥|什么工作|哪里人|哪儿人|哪的人|老家|什么专业|学什么|读什么|几年级|大几|多大|几岁|"
-    r"叫什么|叫啥|名字|生日|属什么|星座|喜欢(?:什么|哪|谁|听|看|吃|玩)|最爱|最喜欢|爱吃什么|爱听什么|怕什么|"
+    r"叫什么|叫啥|名字|生日|属什么|星座|喜欢(?:什么|哪|谁|听|看|吃|玩|做|干)|哪个城市|哪座城市|边度人|做咩|上学还是|最爱|最喜欢|爱吃什么|爱听什么|怕什么|"
     r"过敏|忌口|住在哪|住哪|在哪(?:上班|工作|读书|上学|读)|哪个学校|什么学校|哪所|几个孩子|几个娃|养了|什么时候认识|"
     r"怎么认识|哪年|"
     r"(?i:\bwhat do you do\b|\bwhere are you from\b|\bwhat(?:'s| is) (?:your|his|her|its) name\b|\bhow old\b)"
 )
 # asked for something, not yes or no ("宝宝取好名字了吗" is answered "取好啦", the name comes after)
-_WHAT = re.compile(r"什么|啥|哪|几|多大|多少|多久|谁|怎么|(?i:\b(?:what|where|who|how|which)\b)")
+_WHAT = re.compile(r"什么|啥|哪|几|多大|多少|多久|谁|怎么|还是|边度|边个|咩|(?i:\b(?:what|where|who|how|which)\b)")
+# a yes or no about the person's life, answered with more than yes ("你有兄弟姐妹吗" → "有个哥 在国外", "你平时喝
+# 咖啡吗" → "不喝 喝了心慌")
+_LIFE_YES_NO = re.compile(
+    r"(?:有(?:兄弟姐妹|兄弟|姐妹|对象|男朋友|女朋友|孩子|小孩|宠物)|结婚了|平时(?:喝|吃|抽|运动|锻炼|健身|看|玩))"
+    r"[^，。]{0,6}(?:吗|嘛|么|没)$"
+)
 _NOT_NOW = re.compile(r"今天|今晚|现在|刚才|刚刚|最近|这会|待会|一会|这次|这周|明天|怎么了|咋了|还好吗|吃了吗|累不累")
 # an answer that says nothing of its own ("是的呀", "对啊", "不告诉你", "你猜")
 _NO_ANSWER = re.compile(
@@ -791,6 +798,8 @@ def about_person(reply: str) -> str:
     marked = re.findall(r"[^。！!？?～~\n]+(?=[?？])", reply)  # "哇 哪天呀？我记一下" asks, though it ends saying
     asked = (clauses(marked[-1]) if marked else clauses(reply))[-1:]  # "辛苦了 孩子多大啦" asks the last
     if marked and asked and _WHO_IS.match(asked[0]):  # "老周是？", "你室友是谁呀？": who someone named is
+        return asked[0] + "？"
+    if asked and _LIFE_YES_NO.search(asked[0]) and not _NOT_NOW.search(asked[0]):
         return asked[0] + "？"
     if not asked or not _ABOUT_PERSON.search(asked[0]) or _NOT_NOW.search(asked[0]) or not _WHAT.search(asked[0]):
         return ""
@@ -973,28 +982,31 @@ _OFFER = re.compile(
 # what a version says: how many, how often, from when, unless what ("一周最多一杯吧", "除非我问你专业问题")
 _VERSION = re.compile(
     r"\d|[一二两三四五六七八九十百千半]+\s*(?:个|杯|次|块|元|分钟|小时|天|周|页|章|组|遍|公里|斤|字|句|顿|瓶|条|集|首|轮|回|下|道|罐|题|节|圈|口)|"
-    r"(?<![多少快慢早晚好大小点])[一二两三四五六七八九十]{1,3}点|每|以后|除非|只|最多|最少|至少|不超过|以上|以下|以内|"
+    r"(?<![多少快慢早晚好大小点短长高低轻重近远])(?!一点)[一二两三四五六七八九十]{1,3}点|每|以后|除非|只|最多|最少|至少|不超过|以上|以下|以内|"
     r"周[一二三四五六日天末]|平时|工作日|睡前"
 )
 # why the person's version differs from the offer: not the version ("五个太少", "全部会死的", "我专注不了")
 _OBJECTION = re.compile(r"太[^，。\s]{0,3}|会死|受不了|做不到|不了|不够|[咋哪怎]么?够|连.{0,8}都|有点[多少难长短早晚]")
 # the exchange holds from now on: a frequency, a rule or a start, anywhere in it
-_LASTING = re.compile(_STANDING.pattern + r"|一[周天月年]|平时|工作日|天天|开始|戒")
+_LASTING = re.compile(_STANDING.pattern + r"|一[周天月年]|平时|工作日|天天|开始|戒|叫(?:你|我)|称呼|叫法")
 
 
-def offer(reply: str) -> str:
-    """The companion's offer that ends its turn, asked as a question, with what leads to it in its sentence
+def offer(reply: str, asked: bool = True) -> str:
+    """The companion's offer that ends its turn, asked as a question (or, with `asked` False, said: "好 中午十二点"),
+    with what leads to it in its sentence
     ("50个有点多 先从30个开始？晚上我来抽查" → "50个有点多 先从30个开始？", "可以 每天五个单词怎么样" → "每天五个
     单词怎么样"), or "" when it offers nothing: a question about the person's life or the moment, or one that
     asks what or why."""
     marked = re.findall(r"[^。！!？?～~\n]+(?=[?？])", reply)
-    asked = marked[-1] if marked else (clauses(reply) or [""])[-1]
-    asked = re.sub(r"^(?:好|行|可以|嗯|那|不过)[呀啊的哒]*\s+", "", asked.strip())
-    if not (marked or _PROPOSAL_ASK.search(asked)) or about_person(reply) or not _OFFER.search(asked):
+    said = marked[-1] if marked else (clauses(reply) or [""])[-1]
+    said = re.sub(r"^(?:好|行|可以|嗯|那|不过)[呀啊的哒]*\s+", "", said.strip())
+    if asked and not (marked or _PROPOSAL_ASK.search(said)) or about_person(reply) or not _OFFER.search(said):
         return ""
-    if _WH.search(_PROPOSAL_ASK.sub("", asked)) and "还是" not in asked:
+    if not asked and (len(reply) > 24 or not _VERSION.search(said)):  # a short yes with the time, not a talk
         return ""
-    return asked.strip() + ("？" if marked else "")
+    if _WH.search(_PROPOSAL_ASK.sub("", said)) and "还是" not in said:
+        return ""
+    return said.strip() + ("？" if marked else "")
 
 
 def settles(text: str) -> bool:
@@ -1009,7 +1021,7 @@ def lasting(exchange: str) -> bool:
     return bool(_LASTING.search(exchange))
 
 
-def _version(text: str) -> str:
+def _version(text: str, offered: str = "") -> str:
     """The person's own version of an offer, as typed: the run of pieces, from the first, that say how many,
     how often or unless what ("200太少了 500吧 200连件衣服都买不了" → "500吧", "行 每天六杯 喝够了你夸我" →
     "每天六杯 喝够了你夸我"); "" when it has none."""
@@ -1028,11 +1040,28 @@ def _version(text: str) -> str:
             or _CANCEL.search(said)
             or _CORRECTION.search(said)
         )
+        if usable and not run and _picks(said, offered):  # "叫你小林还是林林？" → "林林吧": the one chosen
+            return piece.strip()
         if usable and (_VERSION.search(said) or run and _TO_YOU.search(said) and len(said) >= 4):
             run.append((at, where))
+            if re.search(r"[吧呗]$", said):  # "九点吧 八点我还在地铁上": what follows says why
+                break
         elif run:
             break
     return text[run[0][0] : run[-1][1]].strip() if run else ""
+
+
+# a number, or a count or an hour said in words: what an offer and its version differ in
+_AMOUNT = re.compile(r"\d+|[一二两三四五六七八九十百半]+(?=[点个杯次天周页块元])")
+
+
+def _picks(said: str, offered: str) -> bool:
+    """Whether a piece of the person's answer picks one side of the companion's choice ("全英文还是中英混着来？" →
+    "中英混着吧"): it says two characters in a row of one side."""
+    sides = re.split(r"还是", offered.rstrip("？?"))
+    if len(sides) < 2 or len(said) > 8:
+        return False
+    return any(said[k : k + 2] in side for side in sides for k in range(len(said) - 1))
 
 
 _COUNTED = re.compile(
@@ -1135,7 +1164,7 @@ def candidates(
         supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
         corrected: list[tuple[Kept, str, int]] = []  # what a correction in this turn took back
         recalling = any(_RECALL_ASK.search(p) for p in parts)
-        version = _version(text) if n in offers else ""
+        version = _version(text, offers[n]) if n in offers else ""
         said_before = [f for f in found if f[0].rank == 0 and f[2] >= n - 4 and _counted_again(plain(f[1]), version)]
         if any(_counted_again(plain(f[1]), version) == "again" and len(f[1]) >= len(version) for f in said_before):
             version = ""  # "我每三天发一次" → "那就这样 三天一发": said before, and more fully
@@ -1167,6 +1196,14 @@ def candidates(
             if version and at < span[1] and at + len(typed) > span[0]:
                 if typed != version:
                     read(n, typed, "-", f"part of the version agreed, 「{version}」")
+                continue
+            if (
+                version
+                and at >= span[1]
+                and _AMOUNT.findall(clause)
+                and set(_AMOUNT.findall(clause)) <= set(_AMOUNT.findall(offers[n]))
+            ):
+                read(n, typed, "-", f"why the version differs from the offer (「{offers[n]}」)")
                 continue
             if sealing and _CANCEL.search(clause) and not (_JOKE.search(clause) or _TAKE_BACK.search(clause)):
                 read(n, typed, "-", "a condition in a turn that seals the agreement, not a cancel")
