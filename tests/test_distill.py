@@ -438,6 +438,21 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
     assert quotes("我老公周五出差去深圳。要去一个星期") == ["我老公周五出差去深圳"]
 
 
+@pytest.mark.parametrize("turns, kept", [
+    # a fear told in the turn that announces it: the next turn is no longer in confidence
+    ([("person", "说出来你别笑 我都三十了还怕打雷"), ("assistant", "不会笑你"), ("person", "真的吗 那我就放心了")],
+     [("感受", "我都三十了还怕打雷")]),
+    # "你千万别告诉别人" announces a secret; it is no request of its own
+    ([("person", "跟你说个事 你千万别告诉别人啊"), ("assistant", "嗯 我听着"), ("person", "我在偷偷准备考研 家里人都不知道")],
+     [("感受", "我在偷偷准备考研"), ("感受", "家里人都不知道")]),
+    # used to it, or no plan yet, says nothing lasting
+    ([("person", "又加班到十点"), ("assistant", "这么晚"), ("person", "我都习惯了")], []),
+    ([("person", "下个月就放暑假了"), ("assistant", "暑假有什么计划吗"), ("person", "还没想好")], []),
+])
+def test_secrets_habits_and_plans_said_around_them(turns, kept):
+    assert _kept(turns) == kept
+
+
 def test_who_else_calls_the_person_so_is_no_memory_of_its_own():
     got = _kept([("person", "以后叫我阿杰吧"), ("assistant", "好的阿杰"), ("person", "嗯 朋友都这么叫我")])
     assert got == [("规则", "以后叫我阿杰吧")], got

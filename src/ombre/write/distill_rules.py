@@ -186,7 +186,7 @@ class _Marker:
 _MARKER = _Marker()
 # a secret said in so many words: the clauses after it are what is kept ("你要保密啊 / 我挂过一科")
 _SECRET_MARKER = re.compile(
-    r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|(?:你)?(?:得|替我|帮我|给我)保密|别说出去|不要说出去|别告诉别人|不要告诉别人|只跟你说|"
+    r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|(?:你)?(?:得|替我|帮我|给我)保密|(?:你)?(?:别|不要|千万别)(?:说出去|告诉别人)|只跟你说|"
     r"说出来你别笑|说了你别笑|你别笑(?:话)?我?|"
     r"只告诉你|说个丢人的|跟你说个秘密|说个秘密|我想跟你说个秘密|告诉你个秘密)(?:了|啦|哦|啊|吧|嘛|哈|呀|的)*$"
 )
@@ -326,7 +326,7 @@ _SELF = re.compile(
     r"无[\u4e00-\u9fff]不欢|(?:^|我|平时|一般|基本)只(?:听|看|吃|喝|穿|用|玩|追|喜欢)(?![^，。]{0,4}了)|"
     r"^我?[^他她它们爸妈哥姐弟妹，。\s]{2,4}(?:好多|好些)年了$|至少[^，。]{0,4}?[一二两三四五六七八九十\d]+次|"
     r"基本(?:不|都|只|宅|在家)|我是[^，。]{1,3}派$|"
-    r"习惯|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)|"
+    r"习惯(?!了[吧啊呀哈啦]*$)|一般都|平时都|我.{0,4}(?:每天都|每周都|经常|总是|从来不|从不|一直都)|"
     # a routine of the person's: at a time of day or week, always so (睡前一定要听点白噪音, 每天下班都要去撸个铁,
     # 一个礼拜游三次, 我看书只看纸质的, 奶茶我永远三分糖)
     r"(?:睡前|睡觉|每天|每晚|每周|早上|下班|下了?夜班|上班前|周末|(?i:weekend))[^，。你]{0,8}?"
@@ -770,7 +770,8 @@ _LIFE_YES_NO = re.compile(
 _NOT_NOW = re.compile(r"今天|今晚|现在|刚才|刚刚|最近|这会|待会|一会|这次|这周|明天|怎么了|咋了|还好吗|吃了吗|累不累")
 # an answer that says nothing of its own ("是的呀", "对啊", "不告诉你", "你猜")
 _NO_ANSWER = re.compile(
-    r"^(?:是|对|嗯|没有|没|不是|有|不告诉你|保密|秘密|你猜|猜猜|不知道|忘了|随便|还行|一般|不会|哈哈)[的呀啊啦哦吧呢滴哈看]*$"
+    r"^(?:是|对|嗯|没有|没|不是|有|不告诉你|保密|秘密|你猜|猜猜|不知道|忘了|随便|还行|一般|不会|哈哈|"
+    r"(?:还)?没(?:有)?(?:计划|打算|想好|想过|想法|安排))[的呀啊啦哦吧呢滴哈看]*$"
 )
 
 
@@ -925,7 +926,13 @@ def _from_context(
     clause = parts[i]
     if _marked(parts, i, _MARKER) and not _QUESTION.search(clause) and len(clause) >= 5:
         return _agreed(parts, i)
-    if 0 <= secret_from >= n - 2 and not _QUESTION.search(clause) and len(clause) >= 3:
+    if (
+        0 <= secret_from >= n - 2
+        and not _QUESTION.search(clause)
+        and not _QUESTION_END.search(clause)
+        and "你" not in clause  # "虽然你也没人可告诉哈哈": said to the companion, not about the person
+        and len(clause) >= 3
+    ):
         return Kept("感受", 7, 1, "told in confidence")
     answer = _FILLER.sub("", clause)
     if question and i == 0 and len(answer) >= 2 and not _NO_ANSWER.match(answer) and not _hard_negative(clause):
@@ -1332,6 +1339,8 @@ def candidates(
                 corrected = []  # the correction has its new version
                 read(n, typed, kept.kind, kept.cue)
         found = _gone_on(found, n, text, seen, log)
+        if secret_from == n and any(f[2] == n for f in found):
+            secret_from = -1  # "说出来你别笑 我都三十了还怕黑": told in its own turn, the next is not in confidence
         # the examples add at most one clause a turn, their likeliest
         if best_vote is not None and best_vote[1][1] not in seen:
             seen.add(best_vote[1][1])
