@@ -141,27 +141,7 @@ def rules_candidates(
             turns[n + 1].text, turns[n + 2].text if n + 2 < len(turns) and turns[n + 2].who == "person" else ""
         )
     }
-    # the person turns that settle the companion's offer with their own version ("每天五个单词怎么样" →
-    # "五个太少 十个吧" → "好 每天十个"): the turn says yes as it begins or the companion's next turn does; the
-    # person's turn after that yes, saying yes again, restates it ("ok 每天十个单词 就这么定了")
-    offers: dict[int, str] = {}
-    for n, t in enumerate(turns):
-        if t.who != "person" or n < 1 or turns[n - 1].who != "assistant":
-            continue
-        after = turns[n + 1] if n + 1 < len(turns) and turns[n + 1].who == "assistant" else None
-        offered = distill_rules.offer(turns[n - 1].text)
-        said_yes = after is not None and distill_rules.accepts(after.text)
-        if offered and (distill_rules.settles(t.text) or said_yes):
-            offers[n] = offered
-        elif said_yes and (stated := distill_rules.offer(turns[n - 1].text, asked=False)):
-            offers[n] = stated  # "好 中午十二点" → "十二点半吧 我们十二点半才放饭" → "好 十二点半"
-        elif n - 2 in offers and distill_rules.accepts(turns[n - 1].text) and distill_rules.settles(t.text):
-            offers[n] = offers[n - 2]
-    offers = {
-        n: offered
-        for n, offered in offers.items()
-        if distill_rules.lasting(" ".join(t.text for t in turns[max(0, n - 3) : n + 3]))
-    }
+    offers = distill_rules.settled_offers([(t.who, t.text) for t in turns])
     return [
         Candidate(
             kept.kind,

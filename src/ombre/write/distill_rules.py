@@ -998,7 +998,7 @@ _OBJECTION = re.compile(r"太[^，。\s]{0,3}|会死|受不了|做不到|不了|
 _LASTING = re.compile(_STANDING.pattern + r"|一[周天月年]|平时|工作日|天天|开始|戒|叫(?:你|我)|称呼|叫法")
 
 
-def offer(reply: str, asked: bool = True) -> str:
+def _offer(reply: str, asked: bool = True) -> str:
     """The companion's offer that ends its turn, asked as a question (or, with `asked` False, said: "好 中午十二点"),
     with what leads to it in its sentence
     ("50个有点多 先从30个开始？晚上我来抽查" → "50个有点多 先从30个开始？", "可以 每天五个单词怎么样" → "每天五个
@@ -1016,16 +1016,42 @@ def offer(reply: str, asked: bool = True) -> str:
     return said.strip() + ("？" if marked else "")
 
 
-def settles(text: str) -> bool:
+def _settles(text: str) -> bool:
     """Whether the person's turn begins by saying yes ("行吧 30个…", "可以 除非…", "ok 每天十个单词 就这么定了")."""
     head = plain(text.strip())[:12]
     return bool(_ACCEPT.match(head) or _CONFIRM.match(head)) and not _DECLINE.match(head)
 
 
-def lasting(exchange: str) -> bool:
+def _lasting(exchange: str) -> bool:
     """Whether an exchange of offers sets how it will be from now on, not for the moment ("要不要先休息十分钟？"
     → "好 那我休息十分钟" holds for today only)."""
     return bool(_LASTING.search(exchange))
+
+
+def settled_offers(spoken: list[tuple[str, str]]) -> dict[int, str]:
+    """The person turns of `spoken` ((who, text), oldest first) that settle the companion's offer with their own
+    version, with the offer ("每天五个单词怎么样" → "五个太少 十个吧" → "好 每天十个"): the turn says yes as it
+    begins or the companion's next turn does; the person's turn after that yes, saying yes again, restates it
+    ("ok 每天十个单词 就这么定了"). Only an exchange that holds from now on (_lasting) settles anything."""
+    offers: dict[int, str] = {}
+    for n, (who, text) in enumerate(spoken):
+        if who != "person" or n < 1 or spoken[n - 1][0] != "assistant":
+            continue
+        before = spoken[n - 1][1]
+        after = spoken[n + 1][1] if n + 1 < len(spoken) and spoken[n + 1][0] == "assistant" else None
+        offered = _offer(before)
+        said_yes = after is not None and accepts(after)
+        if offered and (_settles(text) or said_yes):
+            offers[n] = offered
+        elif said_yes and (stated := _offer(before, asked=False)):
+            offers[n] = stated  # "好 中午十二点" → "十二点半吧 我们十二点半才放饭" → "好 十二点半"
+        elif n - 2 in offers and accepts(before) and _settles(text):
+            offers[n] = offers[n - 2]
+    return {
+        n: offered
+        for n, offered in offers.items()
+        if _lasting(" ".join(text for _, text in spoken[max(0, n - 3) : n + 3]))
+    }
 
 
 def _version(text: str, offered: str = "") -> str:
