@@ -893,6 +893,21 @@ def test_a_correction_after_words_of_its_own_turn_corrects_those():
     assert _kept(turns) == [("偏好", "其实失眠好多年了")]
 
 
+def test_a_correction_that_names_what_it_corrects_gives_its_new_time():
+    turns = [("person", "我每周三晚上有游泳课"), ("assistant", "好的"), ("person", "打错了 游泳是周五")]
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert [(c.quote, c.content) for c in got] == [("游泳是周五", "我每周三晚上有游泳课；更正：游泳是周五")]
+
+
+def test_a_cancel_that_names_what_it_calls_off_leaves_the_rest():
+    # the party goes, the birthday stays; unnamed, the plan before it goes
+    turns = [("person", "我爸生日是8月3号 我想给他办个寿宴"), ("assistant", "好呀"), ("person", "寿宴算了 他不爱热闹")]
+    assert _kept(turns) == [("事件", "我爸生日是8月3号")]
+    turns = [("person", "周日约了朋友去爬山 周六去看我奶奶"), ("assistant", "好充实"), ("person", "爬山先不去了 下雨")]
+    assert [quote for _, quote in _kept(turns)] == ["周六去看我奶奶"]
+    assert _kept([("person", "周六约了闺蜜去逛街"), ("assistant", "好呀"), ("person", "算了不去了 她要加班")]) == []
+
+
 def test_what_a_doctor_forbids_is_kept():
     assert _kept([("person", "医生不让吃辣的"), ("assistant", "那要注意")]) == [("感受", "医生不让吃辣的")]
 

@@ -347,6 +347,10 @@ _CANCEL = re.compile(
 )
 # a plan called off by negating its own verb ("我要辞职" → "冷静下来了 不辞了", "我想报个班" → "还是不报了"):
 # the verb must be the plan's, so "不疼了" calls off nothing
+# a cancel that names what it calls off ("派对算了", "健身房就不去了")
+_NAMED_OFF = re.compile(
+    r"^(?:那|那个|这个)?([\u4e00-\u9fff]{2,4}?)(?:就|还是|也|先|的事)?(?:算了|取消了?|不办了|不去了|不搞了|不弄了)"
+)
 # a rule or a plan against a verb undone by doing it after all ("你以后别用表情包了" → "哎呀 还是用吧")
 _REVERTED = re.compile(r"^(?:哎呀?|唉|那|好吧|那就|算了)?\s*还是([\u4e00-\u9fff])(?:吧|呗|啦)")
 # why something was just taken back ("还是不了 我怕越听越精神", "算了算了 你提醒我我更想说"): no memory of its own
@@ -437,7 +441,7 @@ _REPORTED = re.compile(
 )
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
 _ACQUAINTANCE = re.compile(
-    r"^(?:我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里)?[^，。我和跟与及]{0,4}?的?"
+    r"^(?:我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里)?[^，。我和跟与及约陪带请找给叫去来见说问让帮]{0,4}?的?"
     r"(?:同事|同学|(?<![男女])朋友|邻居|老板|领导|网友|室友|同桌|哥们|姐们|组长|主任|队长|班长|店长|老师|经理|"
     r"师傅|师父|教练|主管|上司|女生|男生|阿姨|大爷|大妈|学长|学姐|学弟|学妹|师兄|师姐)(?!.*我)"
 )
@@ -815,11 +819,16 @@ def asks(text: str) -> bool:
 
 
 def _take_back(
-    clause: str, n: int, found: list[tuple[Kept, str, int]], changed_at: int, just_said: str | None = None
+    clause: str,
+    n: int,
+    found: list[tuple[Kept, str, int]],
+    changed_at: int,
+    just_said: str | None = None,
+    said: str = "",
 ) -> tuple[list[tuple[Kept, str, int]], int, bool]:
     """What a joke, a correction or a cancel in turn n takes back: what is left, the turn of the last
     change, and whether the clause says nothing but that. `just_said`: the clause before it in its turn,
-    if any (_retract)."""
+    if any (_retract); `said`: what the person said in this turn and the two before, kept or not."""
     bare = _FILLER.sub("", clause)  # a take-back after a particle ("哦不用了") is one
     if _JOKE.search(clause) or _TAKE_BACK.search(clause) or _TAKE_BACK.search(bare):
         return [f for f in found if f[2] < n - 2], changed_at, True  # this turn's and the one before's claims
@@ -831,8 +840,13 @@ def _take_back(
         if named:
             return [f for f in found if f not in named], n, True
     if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause) or _PUT_OFF.match(clause)):
-        # the plan or agreement before it, in this turn or the person's turn before, is off
-        return [f for f in found if not (f[0].rank in (0, 2, 5) and f[2] >= n - 2)], n, True
+        # the plan or agreement before it, in this turn or the person's turn before, is off; when the cancel names
+        # what it calls off ("派对算了"), only what names it
+        thing = _NAMED_OFF.match(bare)
+        off = [f for f in found if f[0].rank in (0, 2, 5) and f[2] >= n - 2]
+        if thing and not re.search(r"[算还哈不那就嗯唉哎]", thing[1]) and thing[1] in said.replace(clause, ""):
+            off = [f for f in off if thing[1] in plain(f[1])]  # nothing, when what it names was not kept
+        return [f for f in found if f not in off], n, True
     reverted = _REVERTED.match(bare)
     if reverted:
         # "以后不许提我减肥的事" → "哎还是提吧": the rule that forbade its verb is off
@@ -880,6 +894,13 @@ def _bare(clause: str) -> bool:
     version of what it changes, which has no memory without it."""
     rest = _WHEN.sub("", re.sub(r"^(?:应该|其实)?是", "", _new_value(clause).strip("，, ")))
     return len(re.sub(r"上午|下午|早上|晚上|中午|凌晨|半|[\d的吧了啊呀哈嘛呗号\s]", "", rest)) < 2
+
+
+def _names_its_time(clause: str, corrected: list[tuple[Kept, str, int]]) -> bool:
+    """Whether a correction says what it corrects, then its new time ("打错了 瑜伽是周四" after "我每周二晚上有瑜伽
+    课"): what it names is in what the correction took back."""
+    said = re.fullmatch(r"([^，。\s]{2,4})是(.{1,10})", _new_value(clause))
+    return bool(said and _WHEN.search(said[2]) and any(said[1] in plain(f[1]) for f in corrected))
 
 
 def _leads_with_value(clause: str) -> bool:
@@ -1247,7 +1268,8 @@ def candidates(
             supposing = supposing or bool(_SUPPOSE.search(clause))
             before = changed_at
             earlier = found
-            found, changed_at, spent = _take_back(clause, n, found, changed_at, just_said)
+            recent = " ".join(plain(t) for m, t in person_turns if n - 2 <= m <= n)
+            found, changed_at, spent = _take_back(clause, n, found, changed_at, just_said, recent)
             dropped(earlier, found, f"「{typed}」")
             if changed_at != before and (_CORRECTION.search(clause) or _DENIED.match(_FILLER.sub("", clause))):
                 corrected = [f for f in earlier if f not in found]
@@ -1295,6 +1317,7 @@ def candidates(
                 (_bare(clause) or _leads_with_value(clause))
                 and (_WHEN.search(clause) or re.search(r"\d", clause))
                 or re.fullmatch(r"(?:应该|其实)?是[^，。\s]{2,8}", _new_value(clause))  # "不是王建国 是王建军"
+                or _names_its_time(clause, corrected)  # "我每周二晚上有瑜伽课" → "打错了 瑜伽是周四"
             ):
                 # "不对 是后天" after "我明天要去面试": the corrected one (the latest that names a time), with its
                 # new time; what the time does not correct stays ("我妹妹下周四结婚，我要当伴娘")
