@@ -453,6 +453,15 @@ def test_secrets_habits_and_plans_said_around_them(turns, kept):
     assert _kept(turns) == kept
 
 
+@pytest.mark.parametrize("said, kept", [
+    # a joke said with a fact's words is no fact; the fact beside the same words is
+    ("我对加班过敏", []), ("我要嫁给我的被窝", []), ("头发已经离家出走了", []), ("我家狗是我祖宗", []),
+    ("我对青霉素过敏", [("偏好", "我对青霉素过敏")]),
+])
+def test_a_joke_said_with_a_facts_words_is_not_kept(said, kept):
+    assert _kept([("person", said), ("assistant", "哈哈")]) == kept
+
+
 def test_who_else_calls_the_person_so_is_no_memory_of_its_own():
     got = _kept([("person", "以后叫我阿杰吧"), ("assistant", "好的阿杰"), ("person", "嗯 朋友都这么叫我")])
     assert got == [("规则", "以后叫我阿杰吧")], got

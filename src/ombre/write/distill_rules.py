@@ -453,6 +453,16 @@ _GOES_ON = re.compile(r"^(?:[她他它](?!们?(?:说|觉得|问|讲))|要|会|�
 _HOW_OFTEN = re.compile(
     r"^(?:几乎|幾乎|基本)?(?:一|每)个?(?:周|週|礼拜|禮拜|星期|天|月)[^，。]{0,6}?(?:[一二两三四五六七八九十\d]+\s*[次杯顿回趟]|都要)"
 )
+# a joke said with a fact's words, as chat says it: allergic to work, married to the bed, a wallet that died,
+# off to Mars, a pet that is one's ancestor ("我对上班过敏", "我要嫁给空调", "钱包已经去世了")
+_MEME = re.compile(
+    r"对\s*(?:上班|返工|加班|工作|开会|周一|星期一|礼拜一|早八|早起|起床|学习|考试|作业|数学|老板|人类|社交|上学|"
+    r"(?i:deadline|ddl|kpi|monday))\s*(?:严重|有点|超级)?过敏|"
+    r"(?:嫁给|娶了?|和|跟)(?:我的|我家)?(?:床|被窝|被子|空调|沙发|冰箱|工位|手机|钱|游戏|奶茶|火锅|猫|狗)"
+    r"(?:了|吧|啦)?(?:$|结婚)|"
+    r"(?:钱包|余额|工资|头发|发际线|手机|电脑)(?:已经|又)?(?:去世|阵亡|离家出走|离我而去)|"
+    r"移民火星|是我(?:祖宗|亲爹|亲妈|大爷)|山里养猪"
+)
 # who else calls the person so ("朋友都这么叫我" after "以后叫我阿杰"): why, with nothing of its own
 _SO_CALLED = re.compile(r"(?:都|也|一直|向来)(?:是)?(?:这么|这样)(?:叫|喊|称呼)(?:我|的)")
 _JOINED = re.compile(r"[，,；;、\s]+")
@@ -541,7 +551,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
     the same turn ("…好不好" often follows the request it asks for), `prev` the one before ("每回我送完闺女
     回来 / 你陪我聊会儿行吗": from now on, not for now), `turn` the whole turn it is in."""
     text = _FILLER.sub("", _QUOTED.sub("X", clause))  # quoted words are named, not said: "别再说“有什么…”"
-    if _RECALL_ASK.search(text) or _SO_CALLED.search(text):
+    if _RECALL_ASK.search(text) or _SO_CALLED.search(text) or _MEME.search(text):
         return None
     one_off = bool(_ONE_OFF.search(text) and _PAST.search(text))
     request = bool(_TO_YOU.search(text) and _ADDRESSED.search(text)) and not _MARKER.match(text)
