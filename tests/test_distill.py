@@ -444,7 +444,13 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
      [("感受", "我都三十了还怕打雷")]),
     # "你千万别告诉别人" announces a secret; it is no request of its own
     ([("person", "跟你说个事 你千万别告诉别人啊"), ("assistant", "嗯 我听着"), ("person", "我在偷偷准备考研 家里人都不知道")],
-     [("感受", "我在偷偷准备考研"), ("感受", "家里人都不知道")]),
+     [("感受", "我在偷偷准备考研 家里人都不知道")]),
+    # that nobody else knows, said before or after it: what the turn tells is in confidence, and who does not
+    # know is part of it; "挺久了" alone tells nothing
+    ([("person", "这事我没跟任何人说过 我初中留过级 家里人都不知道"), ("assistant", "谢谢你告诉我")],
+     [("感受", "我初中留过级 家里人都不知道")]),
+    ([("person", "我没告诉过任何人 我其实一直在吃安眠药 挺久了"), ("assistant", "嗯 我在")],
+     [("感受", "我其实一直在吃安眠药")]),
     # used to it, or no plan yet, says nothing lasting
     ([("person", "又加班到十点"), ("assistant", "这么晚"), ("person", "我都习惯了")], []),
     ([("person", "下个月就放暑假了"), ("assistant", "暑假有什么计划吗"), ("person", "还没想好")], []),

@@ -463,6 +463,14 @@ _MEME = re.compile(
     r"(?:钱包|余额|工资|头发|发际线|手机|电脑)(?:已经|又)?(?:去世|阵亡|离家出走|离我而去)|"
     r"移民火星|是我(?:祖宗|亲爹|亲妈|大爷)|山里养猪"
 )
+# that nobody else knows, said beside what it is about ("这事我没跟任何人说过", "家里人都不知道", "只跟你讲过")
+_UNTOLD = re.compile(
+    r"^(?:这事|这个|这件事)?(?:我)?(?:没(?:跟|和|对)?任何人(?:说|讲|提)过|没告诉过任何人|谁都没(?:告诉|说)|"
+    r"只(?:跟|和|对)你(?:说|讲)过|只有你知道|你是第一个|"
+    r"(?:我)?(?:家里人|家里|爸妈|父母|我爸|我妈|老婆|老公|同事|单位里|身边的人)(?:都|到现在都|还|一直)?(?:不知道|没人知道)|"
+    r"(?:家里|单位里|公司里)?没人知道)"
+    r"[的呢啊呀哦哈啦]*$"
+)
 # who else calls the person so ("朋友都这么叫我" after "以后叫我阿杰"): why, with nothing of its own
 _SO_CALLED = re.compile(r"(?:都|也|一直|向来)(?:是)?(?:这么|这样)(?:叫|喊|称呼)(?:我|的)")
 _JOINED = re.compile(r"[，,；;、\s]+")
@@ -959,9 +967,11 @@ def _from_context(
         return _agreed(parts, i)
     if (
         0 <= secret_from >= n - 2
+        and (secret_from < n or len(clause) >= 5)  # in the turn that says so, what it tells, not "挺多次的"
         and not _QUESTION.search(clause)
         and not _QUESTION_END.search(clause)
         and "你" not in clause  # "虽然你也没人可告诉哈哈": said to the companion, not about the person
+        and not re.search(r"哈哈|嘿嘿|(?i:hh)", clause)  # laughed off, not confided
         and len(clause) >= 3
     ):
         return Kept("感受", 7, 1, "told in confidence")
@@ -1242,6 +1252,8 @@ def candidates(
         span = (text.find(version), text.find(version) + len(version)) if version else (-1, -1)
         sealing = bool(_CONFIRM.match(plain(text).strip()))  # "说好了啊 不许忘 忘了我就不背了": no cancel
         taken_back = False  # what follows a take-back in its turn may say why
+        if any(_UNTOLD.match(_FILLER.sub("", p)) for p in parts):
+            secret_from = n  # "我大学挂过科 … 家里人都不知道": what the turn tells, before it too, is in confidence
         i = -1
         for piece in pieces:
             if len(piece) < 3:  # too short to keep, but it may take back what came before it ("算了", "不了")
@@ -1302,8 +1314,17 @@ def candidates(
                     )
                     read(n, typed, "-", f"asks to be held to 「{held[1]}」 (its importance +1)")
                     continue
-            if _SECRET_MARKER.match(_FILLER.sub("", clause)):
+            if _SECRET_MARKER.match(_FILLER.sub("", clause)) or _UNTOLD.match(_FILLER.sub("", clause)):
                 secret_from = n
+                told = found[-1] if found and found[-1][2] == n and found[-1][0].rank == 1 else None
+                start, end = (text.find(told[1]), text.find(typed)) if told else (-1, -1)
+                if told and _UNTOLD.match(_FILLER.sub("", clause)) and 0 <= start < end:
+                    # "我大学挂过科延毕了一年 家里人都不知道": who does not know is part of the secret
+                    confided = text[start : end + len(typed)]
+                    found[-1] = (told[0], confided, n)
+                    seen.add(confided)
+                    log[n, confided] = {**log.pop((n, told[1]), {}), "clause": confided}
+                    continue
                 read(n, typed, "-", why_not(typed))
                 continue
             if n in accepted and _proposal(parts, i):
