@@ -662,6 +662,9 @@ def _kept(turns) -> list[tuple[str, str]]:
     ([("person", "咱们定个规矩 吵架不过夜"), ("assistant", "好，不过夜")], [("约定", "吵架不过夜")]),
     # said as already agreed with someone: the content beside the marker is what is kept
     ([("person", "我跟我姐约好了 每年春节轮流回父母家"), ("assistant", "好办法")], [("约定", "每年春节轮流回父母家")]),
+    # a rule of the person's own or of their home, announced before it
+    ([("person", "我给自己定了个规矩 周末不碰工作群"), ("assistant", "好规矩")], [("承诺", "周末不碰工作群")]),
+    ([("person", "我家规矩 吃饭不许看手机"), ("assistant", "好的")], [("约定", "吃饭不许看手机")]),
     # a wish, a hope or "以后再说" is no decision
     ([("person", "以后想去冰岛看极光"), ("assistant", "一定很美")], []),
     ([("person", "这事以后再说吧"), ("assistant", "好")], []),
