@@ -451,6 +451,9 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
      [("感受", "我初中留过级 家里人都不知道")]),
     ([("person", "我没告诉过任何人 我其实一直在吃安眠药 挺久了"), ("assistant", "嗯 我在")],
      [("感受", "我其实一直在吃安眠药")]),
+    # a life event nobody else knows is a secret
+    ([("person", "跟你说个事 我其实去年离过婚 家里人都不知道"), ("assistant", "谢谢你告诉我")],
+     [("感受", "我其实去年离过婚 家里人都不知道")]),
     # used to it, or no plan yet, says nothing lasting
     ([("person", "又加班到十点"), ("assistant", "这么晚"), ("person", "我都习惯了")], []),
     ([("person", "下个月就放暑假了"), ("assistant", "暑假有什么计划吗"), ("person", "还没想好")], []),
@@ -616,6 +619,12 @@ def test_an_agreement_made_across_turns_is_kept(turns, kept):
     # the companion's time said, not asked, changed by the person and accepted
     ([("person", "每天提醒我吃一次药"), ("assistant", "好 早上八点"), ("person", "九点吧 八点我还在地铁上"),
       ("assistant", "好 九点")], [("约定", "九点吧"), ("承诺", "每天提醒我吃一次药")], "早上八点——九点"),
+    # what the version asks of the companion goes with it; the person's own choice, asked, is no rule
+    ([("person", "我想开始练字"), ("assistant", "那我们定个量？每天写两页怎么样？"), ("person", "两页太多了 一页吧 每晚十点你来检查"),
+      ("assistant", "好 每天一页 十点我来问你")], [("约定", "一页吧 每晚十点你来检查")],
+     "每天写两页怎么样？——一页吧 每晚十点你来检查"),
+    ([("person", "别叫宝了 叫我小满还是满满？你选"), ("assistant", "那叫你满满？"), ("person", "行 满满吧"),
+      ("assistant", "好的满满")], [("约定", "满满吧"), ("规则", "别叫宝了")], "那叫你满满？——满满"),
     # a threat in the turn that seals it calls nothing off
     ([("person", "我想练字"), ("assistant", "那先每天写一页？"), ("person", "行吧 一页 每晚九点你来检查"),
       ("assistant", "成交"), ("person", "说好了啊 你忘了我就不写了")],

@@ -571,6 +571,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
     if (
         request
         and not _WH.search(_ASKED_OF_ME.sub("", text))
+        and not ("还是" in text and _QUESTION_END.search(text))  # "叫我小满还是满满？": a choice asked, not made
         and not (_ONE_OFF.search(text) and not re.search(_ONGOING, text))
     ):
         kind = (
@@ -1025,7 +1026,8 @@ def _proposal(parts: list[str], i: int) -> bool:
 # "先从30个开始？" → "行吧 30个 每晚十点你来考我"): a question about what to do, with a number, a rule or a
 # choice in it, not about the person's life or the moment.
 _OFFER = re.compile(
-    r"\d|[一二两三四五六七八九十百半]+\s*[个杯次块元分钟小时天周页组遍字句顿条轮点]|每|以后|平时|要不|试试|先|还是"
+    r"\d|[一二两三四五六七八九十百半]+\s*[个杯次块元分钟小时天周页组遍字句顿条轮点]|每|以后|平时|要不|试试|先|还是|"
+    r"叫你|叫我|称呼"
 )
 # what a version says: how many, how often, from when, unless what ("一周最多一杯吧", "除非我问你专业问题")
 _VERSION = re.compile(
@@ -1099,7 +1101,8 @@ def _version(text: str, offered: str = "") -> str:
     """The person's own version of an offer, as typed: the run of pieces, from the first, that say how many,
     how often or unless what ("200太少了 500吧 200连件衣服都买不了" → "500吧", "行 每天六杯 喝够了你夸我" →
     "每天六杯 喝够了你夸我"); "" when it has none."""
-    where, run = 0, list[tuple[int, int]]()  # (start, end) of the run's pieces in the text
+    where, run, picked = 0, list[tuple[int, int]](), ""  # (start, end) of the run's pieces in the text
+    offered_amounts = set(_AMOUNT.findall(offered))
     for piece in re.split(_CLAUSE_END.pattern + r"|\s+", text):
         if not piece or not piece.strip():
             continue
@@ -1113,29 +1116,39 @@ def _version(text: str, offered: str = "") -> str:
             or _HYPOTHETICAL.search(said)
             or _CANCEL.search(said)
             or _CORRECTION.search(said)
+            # "九点吧 八点我还在地铁上": the offer's own number again says why not
+            or run
+            and bool(_AMOUNT.findall(said))
+            and set(_AMOUNT.findall(said)) <= offered_amounts
         )
-        if usable and not run and _picks(said, offered):  # "叫你小林还是林林？" → "林林吧": the one chosen
-            return piece.strip()
+        if usable and not run and not picked and _picks(said, offered):
+            picked = piece.strip()  # "叫你小林还是林林？" → "林林吧", "那叫你满满？" → "行 满满吧": the one chosen
         if usable and (_VERSION.search(said) or run and _TO_YOU.search(said) and len(said) >= 4):
             run.append((at, where))
-            if re.search(r"[吧呗]$", said):  # "九点吧 八点我还在地铁上": what follows says why
-                break
         elif run:
             break
-    return text[run[0][0] : run[-1][1]].strip() if run else ""
+    return text[run[0][0] : run[-1][1]].strip() if run else picked
 
 
 # a number, or a count or an hour said in words: what an offer and its version differ in
 _AMOUNT = re.compile(r"\d+|[一二两三四五六七八九十百半]+(?=[点个杯次天周页块元])")
 
 
+# words any answer shares with any question: what is chosen is said in other words
+_NO_CHOICE = set(
+    "可以 这个 那个 就好 就行 怎么 什么 一下 不要 还是 的话 好的 好吧 不是 是不 觉得 要不 这样 那样".split()
+)
+
+
 def _picks(said: str, offered: str) -> bool:
     """Whether a piece of the person's answer picks one side of the companion's choice ("全英文还是中英混着来？" →
-    "中英混着吧"): it says two characters in a row of one side."""
+    "中英混着吧"), or takes up its one offer in its words ("那叫你满满？" → "满满吧"): it says two characters in a
+    row of one side, not what asks or answers (你/我)."""
     sides = re.split(r"还是", offered.rstrip("？?"))
-    if len(sides) < 2 or len(said) > 8:
+    if len(said) > 8:
         return False
-    return any(said[k : k + 2] in side for side in sides for k in range(len(said) - 1))
+    pairs = {said[k : k + 2] for k in range(len(said) - 1)} - _NO_CHOICE
+    return any(pair in side and not re.search(r"[你我他她]", pair) for side in sides for pair in pairs)
 
 
 _COUNTED = re.compile(
@@ -1316,12 +1329,14 @@ def candidates(
                     continue
             if _SECRET_MARKER.match(_FILLER.sub("", clause)) or _UNTOLD.match(_FILLER.sub("", clause)):
                 secret_from = n
-                told = found[-1] if found and found[-1][2] == n and found[-1][0].rank == 1 else None
+                told = found[-1] if found and found[-1][2] == n and found[-1][0].rank >= 1 else None
                 start, end = (text.find(told[1]), text.find(typed)) if told else (-1, -1)
                 if told and _UNTOLD.match(_FILLER.sub("", clause)) and 0 <= start < end:
-                    # "我大学挂过科延毕了一年 家里人都不知道": who does not know is part of the secret
+                    # "我大学挂过科延毕了一年 家里人都不知道", "我其实去年离过婚 家里人都不知道": who does not know is
+                    # part of it, and what nobody else knows is a secret, whatever else it is
                     confided = text[start : end + len(typed)]
-                    found[-1] = (told[0], confided, n)
+                    secret = Kept("感受", max(7, told[0].importance), 1, f"told in confidence ({told[0].cue})")
+                    found[-1] = (secret, confided, n)
                     seen.add(confided)
                     log[n, confided] = {**log.pop((n, told[1]), {}), "clause": confided}
                     continue
@@ -1331,7 +1346,14 @@ def candidates(
                 typed = _PROPOSAL_LEAD.sub("", _PROPOSAL_ASK.sub("", typed)).strip("，,。 ") or typed
                 kept: Kept | None = Kept("约定", 7, 0, "a proposal the companion accepted")
             else:
-                kept = judge(clause, parts[i + 1] if i + 1 < len(parts) else "", parts[i - 1] if i else "", text)
+                # "叫我小满还是满满？": the mark the clause split off still makes it a question
+                marked = text[text.find(typed) + len(typed) :].lstrip()[:1] in ("?", "？")
+                kept = judge(
+                    clause + ("？" if marked else ""),
+                    parts[i + 1] if i + 1 < len(parts) else "",
+                    parts[i - 1] if i else "",
+                    text,
+                )
                 told = None if kept else _time_told(clause, i, n, found, answers.get(n))
                 if told is not None:  # its memory says what the time is for: "下周我要过生日了；11月23号"
                     kept = _version_of(told, "the time asked for", "")
