@@ -602,33 +602,33 @@ def test_an_agreement_made_across_turns_is_kept(turns, kept):
 @pytest.mark.parametrize("turns, kept, content", [
     # the companion offers, the person counters with their own number, the companion says yes
     ([("person", "我想每天跑步"), ("assistant", "每天跑五公里怎么样？"), ("person", "五公里太多了 三公里吧"),
-      ("assistant", "好 每天三公里")], [("约定", "三公里吧")], "每天跑五公里怎么样？——三公里"),
+      ("assistant", "好 每天三公里")], [("约定", "三公里吧")], "我提议「每天跑五公里怎么样？」，对方定的是：三公里"),
     # the person's version begins with yes; nothing after it is needed
     ([("person", "我想少喝点可乐"), ("assistant", "那一周最多两罐？"), ("person", "行 一周两罐 周末喝")],
-     [("约定", "一周两罐 周末喝")], "那一周最多两罐？——一周两罐 周末喝"),
+     [("约定", "一周两罐 周末喝")], "我提议「那一周最多两罐？」，对方定的是：一周两罐 周末喝"),
     # the companion adjusts the person's own proposal: the number agreed replaces the one proposed
     ([("person", "我们来个约定 我每天读二十页书你就夸我"), ("assistant", "好呀 不过二十页有点多 先十页？"),
-      ("person", "行 每天十页")], [("约定", "每天十页")], "不过二十页有点多 先十页？——每天十页"),
+      ("person", "行 每天十页")], [("约定", "每天十页")], "我提议「不过二十页有点多 先十页？」，对方定的是：每天十页"),
     # restated more fully when sealed: one agreement, the request before it stays
     ([("person", "你每天给我出几道数学题吧"), ("assistant", "好 每天三道怎么样"), ("person", "三道太少 五道吧"),
       ("assistant", "好 每天五道"), ("person", "嗯 每天五道数学题 就这么定了")],
-     [("约定", "每天五道数学题"), ("承诺", "你每天给我出几道数学题吧")], "每天三道怎么样——每天五道数学题"),
+     [("约定", "每天五道数学题"), ("承诺", "你每天给我出几道数学题吧")], "我提议「每天三道怎么样」，对方定的是：每天五道数学题"),
     # one side of the companion's choice, picked; how to call someone holds from now on
     ([("person", "我们都这么熟了"), ("assistant", "那叫你阿月还是月月？"), ("person", "月月吧 听着亲切"),
-      ("assistant", "好的月月")], [("约定", "月月吧")], "那叫你阿月还是月月？——月月"),
+      ("assistant", "好的月月")], [("约定", "月月吧")], "我提议「那叫你阿月还是月月？」，对方定的是：月月"),
     # the companion's time said, not asked, changed by the person and accepted
     ([("person", "每天提醒我吃一次药"), ("assistant", "好 早上八点"), ("person", "九点吧 八点我还在地铁上"),
-      ("assistant", "好 九点")], [("约定", "九点吧"), ("承诺", "每天提醒我吃一次药")], "早上八点——九点"),
+      ("assistant", "好 九点")], [("约定", "九点吧"), ("承诺", "每天提醒我吃一次药")], "我提议「早上八点」，对方定的是：九点"),
     # what the version asks of the companion goes with it; the person's own choice, asked, is no rule
     ([("person", "我想开始练字"), ("assistant", "那我们定个量？每天写两页怎么样？"), ("person", "两页太多了 一页吧 每晚十点你来检查"),
       ("assistant", "好 每天一页 十点我来问你")], [("约定", "一页吧 每晚十点你来检查")],
-     "每天写两页怎么样？——一页吧 每晚十点你来检查"),
+     "我提议「每天写两页怎么样？」，对方定的是：一页吧 每晚十点你来检查"),
     ([("person", "别叫宝了 叫我小满还是满满？你选"), ("assistant", "那叫你满满？"), ("person", "行 满满吧"),
-      ("assistant", "好的满满")], [("约定", "满满吧"), ("规则", "别叫宝了")], "那叫你满满？——满满"),
+      ("assistant", "好的满满")], [("约定", "满满吧"), ("规则", "别叫宝了")], "我提议「那叫你满满？」，对方定的是：满满"),
     # a threat in the turn that seals it calls nothing off
     ([("person", "我想练字"), ("assistant", "那先每天写一页？"), ("person", "行吧 一页 每晚九点你来检查"),
       ("assistant", "成交"), ("person", "说好了啊 你忘了我就不写了")],
-     [("约定", "一页 每晚九点你来检查")], "那先每天写一页？——一页 每晚九点你来检查"),
+     [("约定", "一页 每晚九点你来检查")], "我提议「那先每天写一页？」，对方定的是：一页 每晚九点你来检查"),
 ])
 def test_the_persons_version_of_the_companions_offer_is_the_agreement(turns, kept, content):
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])

@@ -1259,7 +1259,17 @@ def candidates(
             found = dropped(found, [f for f in found if f not in said_before], f"「{version}」 (the version agreed)")
             seen.add(version)
             found.append(
-                (Kept("约定", 7, 0, "the person's version of the companion's offer", f"{offers[n]}——"), version, n)
+                (
+                    Kept(
+                        "约定",
+                        7,
+                        0,
+                        "the person's version of the companion's offer",
+                        f"我提议「{offers[n]}」，对方定的是：",
+                    ),
+                    version,
+                    n,
+                )
             )
             read(n, version, "约定", f"the person's version of the companion's offer 「{offers[n]}」")
         span = (text.find(version), text.find(version) + len(version)) if version else (-1, -1)
