@@ -345,8 +345,6 @@ _CANCEL = re.compile(
     r"不用我.{0,2}了|用不着我|鸽了|放我鸽子|没戏了|去不成|不折腾了|不搞了|作罢|改天吧|下次吧|"
     r"黄了|就不.{0,3}了|不用去了|去不了了|没去成|以后再说|下次再说|回头再说"
 )
-# a plan called off by negating its own verb ("我要辞职" → "冷静下来了 不辞了", "我想报个班" → "还是不报了"):
-# the verb must be the plan's, so "不疼了" calls off nothing
 # a cancel that names what it calls off ("派对算了", "健身房就不去了")
 _NAMED_OFF = re.compile(
     r"^(?:那|那个|这个)?([\u4e00-\u9fff]{2,4}?)(?:就|还是|也|先|的事)?(?:算了|取消了?|不办了|不去了|不搞了|不弄了)"
@@ -355,6 +353,8 @@ _NAMED_OFF = re.compile(
 _REVERTED = re.compile(r"^(?:哎呀?|唉|那|好吧|那就|算了)?\s*还是([\u4e00-\u9fff])(?:吧|呗|啦)")
 # why something was just taken back ("还是不了 我怕越听越精神", "算了算了 你提醒我我更想说"): no memory of its own
 _WHY_NOT = re.compile(r"我也|我更|越.{1,4}越|不然|要不然|反正")
+# a plan called off by negating its own verb ("我要辞职" → "冷静下来了 不辞了", "我想报个班" → "还是不报了"):
+# the verb must be the plan's, so "不疼了" calls off nothing
 _UNDONE = re.compile(r"^(?:那|那就|还是|就|我|先)?不([\u4e00-\u9fff])了(?:吧|啦|哈|呀|哦)*$")
 # put off in so many words ("以后再说吧"): its "以后…说" is no request to the companion
 _PUT_OFF = re.compile(r"^(?:那|那就|还是)?(?:以后|下次|回头|改天)再说(?:吧|啦|了|哈)?$")
@@ -1039,6 +1039,16 @@ _VERSION = re.compile(
 _OBJECTION = re.compile(r"太[^，。\s]{0,3}|会死|受不了|做不到|不了|不够|[咋哪怎]么?够|连.{0,8}都|有点[多少难长短早晚]")
 # the exchange holds from now on: a frequency, a rule or a start, anywhere in it
 _LASTING = re.compile(_STANDING.pattern + r"|一[周天月年]|平时|工作日|天天|开始|戒|叫(?:你|我)|称呼|叫法")
+# a number, or a count or an hour said in words: what an offer and its version differ in
+_AMOUNT = re.compile(r"\d+|[一二两三四五六七八九十百半]+(?=[点个杯次天周页块元])")
+# words any answer shares with any question: what is chosen is said in other words
+_NO_CHOICE = set(
+    "可以 这个 那个 就好 就行 怎么 什么 一下 不要 还是 的话 好的 好吧 不是 是不 觉得 要不 这样 那样".split()
+)
+# a count with its unit, to tell a version that counts anew from one that says the same count again
+_COUNTED = re.compile(
+    r"(\d+|[一二两三四五六七八九十百千半]+)\s*(个|杯|次|块|元|分钟|小时|天|周|页|章|组|遍|公里|斤|字|句|顿|瓶|条|集|首|轮|回|下|道|罐|题|节|圈|口|点)"
+)
 
 
 def _offer(reply: str, asked: bool = True) -> str:
@@ -1130,30 +1140,15 @@ def _version(text: str, offered: str = "") -> str:
     return text[run[0][0] : run[-1][1]].strip() if run else picked
 
 
-# a number, or a count or an hour said in words: what an offer and its version differ in
-_AMOUNT = re.compile(r"\d+|[一二两三四五六七八九十百半]+(?=[点个杯次天周页块元])")
-
-
-# words any answer shares with any question: what is chosen is said in other words
-_NO_CHOICE = set(
-    "可以 这个 那个 就好 就行 怎么 什么 一下 不要 还是 的话 好的 好吧 不是 是不 觉得 要不 这样 那样".split()
-)
-
-
 def _picks(said: str, offered: str) -> bool:
     """Whether a piece of the person's answer picks one side of the companion's choice ("全英文还是中英混着来？" →
     "中英混着吧"), or takes up its one offer in its words ("那叫你满满？" → "满满吧"): it says two characters in a
-    row of one side, not what asks or answers (你/我)."""
+    row of one side, not a pronoun."""
     sides = re.split(r"还是", offered.rstrip("？?"))
     if len(said) > 8:
         return False
     pairs = {said[k : k + 2] for k in range(len(said) - 1)} - _NO_CHOICE
     return any(pair in side and not re.search(r"[你我他她]", pair) for side in sides for pair in pairs)
-
-
-_COUNTED = re.compile(
-    r"(\d+|[一二两三四五六七八九十百千半]+)\s*(个|杯|次|块|元|分钟|小时|天|周|页|章|组|遍|公里|斤|字|句|顿|瓶|条|集|首|轮|回|下|道|罐|题|节|圈|口|点)"
-)
 
 
 def _counted_again(old: str, version: str) -> str:
@@ -1258,19 +1253,10 @@ def candidates(
         if version and version not in seen:
             found = dropped(found, [f for f in found if f not in said_before], f"「{version}」 (the version agreed)")
             seen.add(version)
-            found.append(
-                (
-                    Kept(
-                        "约定",
-                        7,
-                        0,
-                        "the person's version of the companion's offer",
-                        f"我提议「{offers[n]}」，对方定的是：",
-                    ),
-                    version,
-                    n,
-                )
+            settled = Kept(
+                "约定", 7, 0, "the person's version of the companion's offer", f"我提议「{offers[n]}」，对方定的是："
             )
+            found.append((settled, version, n))
             read(n, version, "约定", f"the person's version of the companion's offer 「{offers[n]}」")
         span = (text.find(version), text.find(version) + len(version)) if version else (-1, -1)
         sealing = bool(_CONFIRM.match(plain(text).strip()))  # "说好了啊 不许忘 忘了我就不背了": no cancel
