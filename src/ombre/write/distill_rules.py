@@ -692,6 +692,11 @@ class Examples:
         return out
 
 
+def _asked_at(text: str, end: int) -> bool:
+    """Whether a question mark follows position `end` of the turn: the clause split takes it off the clause."""
+    return text[end:].lstrip()[:1] in ("?", "？")
+
+
 def _gone_on(
     found: list[tuple[Kept, str, int]], n: int, text: str, seen: set[str], log: dict[tuple[int, str], dict]
 ) -> list[tuple[Kept, str, int]]:
@@ -709,7 +714,7 @@ def _gone_on(
                 len(piece) >= 3
                 and piece not in seen
                 and (_GOES_ON.match(clause) or _HOW_OFTEN.match(clause))
-                and text[end:].lstrip()[:1] not in ("?", "？")
+                and not _asked_at(text, end)
                 and not _QUESTION_END.search(clause)
                 and not _QUESTION.search(clause)
                 and not _TAKE_BACK.search(clause)
@@ -797,7 +802,9 @@ _NO_ANSWER = re.compile(
     r"(?:还)?没(?:有)?(?:计划|打算|想好|想过|想法|安排))[的呀啊啦哦吧呢滴哈看]*$"
 )
 
-
+# the sentences of the companion's turn that end in a question mark
+_ASKED = re.compile(r"[^。！!？?～~\n]+(?=[?？])")
+# who someone the person named is ("老周是？", "你室友是谁呀？"): the answer is a relation
 _WHO_IS = re.compile(r"^[^，。\s]{1,6}是(?:谁|哪位|哪个)?[呀啊呢哇]?$")
 
 
@@ -819,7 +826,7 @@ def about_person(reply: str) -> str:
     """The assistant's question about the person's life that ends its turn ("辛苦啦～你是做什么工作的呀？", "你老家
     是哪里的呀", with or without its mark), or "" when it asks nothing, asks yes or no, or asks about the
     moment ("你今天怎么了")."""
-    marked = re.findall(r"[^。！!？?～~\n]+(?=[?？])", reply)  # "哇 哪天呀？我记一下" asks, though it ends saying
+    marked = _ASKED.findall(reply)  # "哇 哪天呀？我记一下" asks, though it ends saying
     asked = (clauses(marked[-1]) if marked else clauses(reply))[-1:]  # "辛苦了 孩子多大啦" asks the last
     if marked and asked and _WHO_IS.match(asked[0]):  # "老周是？", "你室友是谁呀？": who someone named is
         return asked[0] + "？"
@@ -1029,9 +1036,12 @@ _OFFER = re.compile(
     r"\d|[一二两三四五六七八九十百半]+\s*[个杯次块元分钟小时天周页组遍字句顿条轮点]|每|以后|平时|要不|试试|先|还是|"
     r"叫你|叫我|称呼"
 )
+# a count said in words and what it counts ("三公里", "十个"): what a version says and what it says again
+_NUMERAL = r"[一二两三四五六七八九十百千半]+"
+_UNITS = r"个|杯|次|块|元|分钟|小时|天|周|页|章|组|遍|公里|斤|字|句|顿|瓶|条|集|首|轮|回|下|道|罐|题|节|圈|口"
 # what a version says: how many, how often, from when, unless what ("一周最多一杯吧", "除非我问你专业问题")
 _VERSION = re.compile(
-    r"\d|[一二两三四五六七八九十百千半]+\s*(?:个|杯|次|块|元|分钟|小时|天|周|页|章|组|遍|公里|斤|字|句|顿|瓶|条|集|首|轮|回|下|道|罐|题|节|圈|口)|"
+    r"\d|" + _NUMERAL + r"\s*(?:" + _UNITS + r")|"
     r"(?<![多少快慢早晚好大小点短长高低轻重近远])(?!一点)[一二两三四五六七八九十]{1,3}点|每|以后|除非|只|最多|最少|至少|不超过|以上|以下|以内|"
     r"周[一二三四五六日天末]|平时|工作日|睡前"
 )
@@ -1046,9 +1056,7 @@ _NO_CHOICE = set(
     "可以 这个 那个 就好 就行 怎么 什么 一下 不要 还是 的话 好的 好吧 不是 是不 觉得 要不 这样 那样".split()
 )
 # a count with its unit, to tell a version that counts anew from one that says the same count again
-_COUNTED = re.compile(
-    r"(\d+|[一二两三四五六七八九十百千半]+)\s*(个|杯|次|块|元|分钟|小时|天|周|页|章|组|遍|公里|斤|字|句|顿|瓶|条|集|首|轮|回|下|道|罐|题|节|圈|口|点)"
-)
+_COUNTED = re.compile(r"(\d+|" + _NUMERAL + r")\s*(" + _UNITS + r"|点)")
 
 
 def _offer(reply: str, asked: bool = True) -> str:
@@ -1057,7 +1065,7 @@ def _offer(reply: str, asked: bool = True) -> str:
     ("50个有点多 先从30个开始？晚上我来抽查" → "50个有点多 先从30个开始？", "可以 每天五个单词怎么样" → "每天五个
     单词怎么样"), or "" when it offers nothing: a question about the person's life or the moment, or one that
     asks what or why."""
-    marked = re.findall(r"[^。！!？?～~\n]+(?=[?？])", reply)
+    marked = _ASKED.findall(reply)
     said = marked[-1] if marked else (clauses(reply) or [""])[-1]
     said = re.sub(r"^(?:好|行|可以|嗯|那|不过)[呀啊的哒]*\s+", "", said.strip())
     if asked and not (marked or _PROPOSAL_ASK.search(said)) or about_person(reply) or not _OFFER.search(said):
@@ -1112,7 +1120,6 @@ def _version(text: str, offered: str = "") -> str:
     how often or unless what ("200太少了 500吧 200连件衣服都买不了" → "500吧", "行 每天六杯 喝够了你夸我" →
     "每天六杯 喝够了你夸我"); "" when it has none."""
     where, run, picked = 0, list[tuple[int, int]](), ""  # (start, end) of the run's pieces in the text
-    offered_amounts = set(_AMOUNT.findall(offered))
     for piece in re.split(_CLAUSE_END.pattern + r"|\s+", text):
         if not piece or not piece.strip():
             continue
@@ -1128,8 +1135,7 @@ def _version(text: str, offered: str = "") -> str:
             or _CORRECTION.search(said)
             # "九点吧 八点我还在地铁上": the offer's own number again says why not
             or run
-            and bool(_AMOUNT.findall(said))
-            and set(_AMOUNT.findall(said)) <= offered_amounts
+            and _offer_again(said, offered)
         )
         if usable and not run and not picked and _picks(said, offered):
             picked = piece.strip()  # "叫你小林还是林林？" → "林林吧", "那叫你满满？" → "行 满满吧": the one chosen
@@ -1138,6 +1144,13 @@ def _version(text: str, offered: str = "") -> str:
         elif run:
             break
     return text[run[0][0] : run[-1][1]].strip() if run else picked
+
+
+def _offer_again(said: str, offered: str) -> bool:
+    """Whether a piece names numbers and only the offer's own ("八点我还在地铁上" after "早上八点"): why the version
+    differs from the offer, not more of the version."""
+    amounts = set(_AMOUNT.findall(said))
+    return bool(amounts) and amounts <= set(_AMOUNT.findall(offered))
 
 
 def _picks(said: str, offered: str) -> bool:
@@ -1247,8 +1260,9 @@ def candidates(
         corrected: list[tuple[Kept, str, int]] = []  # what a correction in this turn took back
         recalling = any(_RECALL_ASK.search(p) for p in parts)
         version = _version(text, offers[n]) if n in offers else ""
-        said_before = [f for f in found if f[0].rank == 0 and f[2] >= n - 4 and _counted_again(plain(f[1]), version)]
-        if any(_counted_again(plain(f[1]), version) == "again" and len(f[1]) >= len(version) for f in said_before):
+        counted = {f: _counted_again(plain(f[1]), version) for f in found if f[0].rank == 0 and f[2] >= n - 4}
+        said_before = [f for f, how in counted.items() if how]
+        if any(counted[f] == "again" and len(f[1]) >= len(version) for f in said_before):
             version = ""  # "我每三天发一次" → "那就这样 三天一发": said before, and more fully
         if version and version not in seen:
             found = dropped(found, [f for f in found if f not in said_before], f"「{version}」 (the version agreed)")
@@ -1261,6 +1275,7 @@ def candidates(
         span = (text.find(version), text.find(version) + len(version)) if version else (-1, -1)
         sealing = bool(_CONFIRM.match(plain(text).strip()))  # "说好了啊 不许忘 忘了我就不背了": no cancel
         taken_back = False  # what follows a take-back in its turn may say why
+        recent = " ".join(plain(t) for m, t in person_turns if n - 2 <= m <= n)  # where a cancel's thing is named
         if any(_UNTOLD.match(_FILLER.sub("", p)) for p in parts):
             secret_from = n  # "我大学挂过科 … 家里人都不知道": what the turn tells, before it too, is in confidence
         i = -1
@@ -1282,12 +1297,7 @@ def candidates(
                 if typed != version:
                     read(n, typed, "-", f"part of the version agreed, 「{version}」")
                 continue
-            if (
-                version
-                and at >= span[1]
-                and _AMOUNT.findall(clause)
-                and set(_AMOUNT.findall(clause)) <= set(_AMOUNT.findall(offers[n]))
-            ):
+            if version and at >= span[1] and _offer_again(clause, offers[n]):
                 read(n, typed, "-", f"why the version differs from the offer (「{offers[n]}」)")
                 continue
             if sealing and _CANCEL.search(clause) and not (_JOKE.search(clause) or _TAKE_BACK.search(clause)):
@@ -1299,7 +1309,6 @@ def candidates(
             supposing = supposing or bool(_SUPPOSE.search(clause))
             before = changed_at
             earlier = found
-            recent = " ".join(plain(t) for m, t in person_turns if n - 2 <= m <= n)
             found, changed_at, spent = _take_back(clause, n, found, changed_at, just_said, recent)
             dropped(earlier, found, f"「{typed}」")
             if changed_at != before and (_CORRECTION.search(clause) or _DENIED.match(_FILLER.sub("", clause))):
@@ -1323,11 +1332,12 @@ def candidates(
                     )
                     read(n, typed, "-", f"asks to be held to 「{held[1]}」 (its importance +1)")
                     continue
-            if _SECRET_MARKER.match(_FILLER.sub("", clause)) or _UNTOLD.match(_FILLER.sub("", clause)):
+            untold = bool(_UNTOLD.match(_FILLER.sub("", clause)))
+            if untold or _SECRET_MARKER.match(_FILLER.sub("", clause)):
                 secret_from = n
                 told = found[-1] if found and found[-1][2] == n and found[-1][0].rank >= 1 else None
                 start, end = (text.find(told[1]), text.find(typed)) if told else (-1, -1)
-                if told and _UNTOLD.match(_FILLER.sub("", clause)) and 0 <= start < end:
+                if told and untold and 0 <= start < end:
                     # "我大学挂过科延毕了一年 家里人都不知道", "我其实去年离过婚 家里人都不知道": who does not know is
                     # part of it, and what nobody else knows is a secret, whatever else it is
                     confided = text[start : end + len(typed)]
@@ -1343,9 +1353,8 @@ def candidates(
                 kept: Kept | None = Kept("约定", 7, 0, "a proposal the companion accepted")
             else:
                 # "叫我小满还是满满？": the mark the clause split off still makes it a question
-                marked = text[text.find(typed) + len(typed) :].lstrip()[:1] in ("?", "？")
                 kept = judge(
-                    clause + ("？" if marked else ""),
+                    clause + ("？" if _asked_at(text, at + len(typed)) else ""),
                     parts[i + 1] if i + 1 < len(parts) else "",
                     parts[i - 1] if i else "",
                     text,
