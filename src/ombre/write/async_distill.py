@@ -125,23 +125,7 @@ def rules_candidates(
     """What the rules keep of the person's turns (write/distill_rules.py), each quoted as typed; `explain`
     collects how each clause was read (distill_rules.candidates)."""
     person = [(n, t.text) for n, t in enumerate(turns) if t.who == "person"]
-    # the person turns that reply to the assistant, with what it said: an answer to its question ("满月是哪天呀"
-    # → "下个月12号", "你老家是哪里的呀" → "湖南衡阳的") is read with the question (distill_rules.candidates)
-    answers = {
-        n: turns[n - 1].text for n, t in enumerate(turns) if t.who == "person" and n and turns[n - 1].who == "assistant"
-    }
-    # the person turns whose proposal the assistant said yes to ("…我们视频吧，好不好" → "好呀")
-    accepted = {
-        n
-        for n, t in enumerate(turns)
-        if t.who == "person"
-        and n + 1 < len(turns)
-        and turns[n + 1].who == "assistant"
-        and distill_rules.accepts(
-            turns[n + 1].text, turns[n + 2].text if n + 2 < len(turns) and turns[n + 2].who == "person" else ""
-        )
-    }
-    offers = distill_rules.settled_offers([(t.who, t.text) for t in turns])
+    spoken = [(t.who, t.text) for t in turns]  # the exchanges around them: distill_rules reads what they settle
     return [
         Candidate(
             kept.kind,
@@ -152,7 +136,14 @@ def rules_candidates(
             turns[n].when,
         )
         for kept, clause, n in distill_rules.candidates(
-            person, examples, answers, add_from, accepted, explain, veto_below, offers
+            person,
+            examples,
+            distill_rules.replies(spoken),
+            add_from,
+            distill_rules.accepted_proposals(spoken),
+            explain,
+            veto_below,
+            distill_rules.settled_offers(spoken),
         )
     ]
 

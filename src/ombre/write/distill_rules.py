@@ -1089,6 +1089,30 @@ def _lasting(exchange: str) -> bool:
     return bool(_LASTING.search(exchange))
 
 
+def replies(spoken: list[tuple[str, str]]) -> dict[int, str]:
+    """The person turns of `spoken` ((who, text), oldest first) that reply to the assistant, with what it said:
+    an answer to its question ("满月是哪天呀" → "下个月12号", "你老家是哪里的呀" → "湖南衡阳的") is read with the
+    question (candidates)."""
+    return {
+        n: spoken[n - 1][1]
+        for n, (who, _) in enumerate(spoken)
+        if who == "person" and n and spoken[n - 1][0] == "assistant"
+    }
+
+
+def accepted_proposals(spoken: list[tuple[str, str]]) -> set[int]:
+    """The person turns of `spoken` whose proposal the assistant said yes to ("…我们视频吧，好不好" → "好呀"), or did
+    not refuse before the person sealed it (accepts)."""
+    return {
+        n
+        for n, (who, _) in enumerate(spoken)
+        if who == "person"
+        and n + 1 < len(spoken)
+        and spoken[n + 1][0] == "assistant"
+        and accepts(spoken[n + 1][1], spoken[n + 2][1] if n + 2 < len(spoken) and spoken[n + 2][0] == "person" else "")
+    }
+
+
 def settled_offers(spoken: list[tuple[str, str]]) -> dict[int, str]:
     """The person turns of `spoken` ((who, text), oldest first) that settle the companion's offer with their own
     version, with the offer ("每天五个单词怎么样" → "五个太少 十个吧" → "好 每天十个"): the turn says yes as it
