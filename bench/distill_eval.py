@@ -46,7 +46,8 @@ def example_rows(cases) -> list[tuple[str, dict]]:
                     continue
                 seen.add(clause)
                 keep = c.accepts(clause)
-                rows.append((c.id, {"text": clause, "keep": keep, "kind": KINDS.get(c.category, "") if keep else ""}))
+                rows.append((c.id, {"text": clause, "keep": keep, "kind": KINDS.get(c.category, "") if keep else "",
+                                   "turn": t.text}))
     return rows
 
 
@@ -77,7 +78,7 @@ class _Remembered:
 WRONG_COST = 3
 
 
-def cross_validate(dev, thresholds=(0.6, 0.7, 0.8, 0.85, 0.9), vetoes=(0.0, 0.15, 0.2, 0.3),
+def cross_validate(dev, thresholds=(0.6, 0.7, 0.8, 0.85, 0.9), vetoes=(0.0, 0.2, 0.3, 0.4, 0.5),
                    folds=5) -> None:
     """The vote's two thresholds (distill_rules.ADD_FROM, VETO_BELOW) by grouped k-fold cross-validation on
     dev: each fold's snippets are distilled with a vote over the other folds' clauses only, so no snippet

@@ -389,6 +389,25 @@ def test_the_examples_veto_a_cue_word_in_a_joke_but_never_a_request(tmp_path):
     assert [c.quote for c in rules_candidates(request, examples)] == ["以后别跟我提写周报"]
 
 
+def test_the_examples_vote_reads_the_turn_a_clause_was_said_in(tmp_path):
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    # the same words are the person's news in their own turn and a colleague's in another's
+    said = ("一到冬天就手脚冰凉", "周末都在图书馆泡着", "看到蛇腿就软", "睡眠很浅", "一喝奶就拉肚子", "半夜才有灵感")
+    rows = []
+    for lead, keep in (("我这个人吧", True), ("我同事说她", False)):
+        rows += [{"text": t, "keep": keep, "kind": "偏好" if keep else "", "turn": f"{lead} {t}"} for t in said]
+        rows += [{"text": lead, "keep": False, "kind": "", "turn": f"{lead} {t}"} for t in said[:1]]
+    examples = distill_rules.Examples(USEEmbedder(), rows)
+    own, colleague = examples.vote(["口味偏甜", "口味偏甜"], ["我这个人吧 口味偏甜", "我同事说她 口味偏甜"])
+    assert own[0] > 0.5 > colleague[0]
+    assert rules_candidates([Turn("person", "我这个人吧 口味偏甜", "u0")]) == []  # the cues alone know neither
+    vote = functools.partial(rules_candidates, add_from=0.5)  # fourteen examples: what is tested is the turn
+    assert [c.quote for c in vote([Turn("person", "我这个人吧 口味偏甜", "u0")], examples)] == ["口味偏甜"]
+    assert vote([Turn("person", "我同事说她 口味偏甜", "u0")], examples) == []
+
+
 def test_what_the_examples_add_is_never_a_promise_and_gives_way_to_what_a_cue_named(tmp_path):
     from ombre.memory.embed import USEEmbedder
     from ombre.write import distill_rules
