@@ -648,6 +648,13 @@ def test_an_agreement_made_across_turns_is_kept(turns, kept):
     ([("person", "我想练字"), ("assistant", "那先每天写一页？"), ("person", "行吧 一页 每晚九点你来检查"),
       ("assistant", "成交"), ("person", "说好了啊 你忘了我就不写了")],
      [("约定", "一页 每晚九点你来检查")], "我提议「那先每天写一页？」，对方定的是：一页 每晚九点你来检查"),
+    # a first piece that says the offer's own time is why not when a later one says another
+    ([("person", "每天晚上陪我背单词吧"), ("assistant", "好呀 那每天晚上九点？"), ("person", "九点我在健身 九点半吧"),
+      ("assistant", "行 九点半")], [("约定", "九点半吧"), ("约定", "每天晚上陪我背单词")],
+     "我提议「那每天晚上九点？」，对方定的是：九点半"),
+    # the companion taking note is no offer: a turn that asks its own proposal begins another exchange
+    ([("person", "我不吃香菜"), ("assistant", "记下了，以后点菜不要香菜。"), ("person", "我想每天晚上跟你背二十个单词 好不好"),
+      ("assistant", "好呀")], [("约定", "我想每天晚上跟你背二十个单词"), ("偏好", "我不吃香菜")], "我想每天晚上跟你背二十个单词"),
 ])
 def test_the_persons_version_of_the_companions_offer_is_the_agreement(turns, kept, content):
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])

@@ -1092,7 +1092,8 @@ _OBJECTION = re.compile(r"太[^，。\s]{0,3}|会死|受不了|做不到|不了|
 # the exchange holds from now on: a frequency, a rule or a start, anywhere in it
 _LASTING = re.compile(_STANDING.pattern + r"|一[周天月年]|平时|工作日|天天|开始|戒|叫(?:你|我)|称呼|叫法")
 # a number, or a count or an hour said in words: what an offer and its version differ in
-_AMOUNT = re.compile(r"\d+|[一二两三四五六七八九十百半]+(?=[点个杯次天周页块元])")
+# ("九点半" is not "九点": a half hour after the offer's hour is another time)
+_AMOUNT = re.compile(r"\d+(?:[:：.]\d+|点半)?|[一二两三四五六七八九十百半]+(?:点半|(?=[点个杯次天周页块元]))")
 # words any answer shares with any question: what is chosen is said in other words
 _NO_CHOICE = set(
     "可以 这个 那个 就好 就行 怎么 什么 一下 不要 还是 的话 好的 好吧 不是 是不 觉得 要不 这样 那样".split()
@@ -1170,8 +1171,10 @@ def settled_offers(spoken: list[tuple[str, str]]) -> dict[int, str]:
         said_yes = after is not None and accepts(after)
         if offered and (_settles(text) or said_yes):
             offers[n] = offered
-        elif said_yes and (stated := _offer(before, asked=False)):
-            offers[n] = stated  # "好 中午十二点" → "十二点半吧 我们十二点半才放饭" → "好 十二点半"
+        elif said_yes and (stated := _offer(before, asked=False)) and not _proposes(text):
+            # "好 中午十二点" → "十二点半吧 我们十二点半才放饭" → "好 十二点半"; a turn that asks its own proposal
+            # begins another exchange ("记下了，以后推荐不辣的" → "我想每天晚上跟你背二十个单词 好不好")
+            offers[n] = stated
         elif n - 2 in offers and accepts(before) and _settles(text):
             offers[n] = offers[n - 2]
     return {
@@ -1184,7 +1187,24 @@ def settled_offers(spoken: list[tuple[str, str]]) -> dict[int, str]:
 def _version(text: str, offered: str = "") -> str:
     """The person's own version of an offer, as typed: the run of pieces, from the first, that say how many,
     how often or unless what ("200太少了 500吧 200连件衣服都买不了" → "500吧", "行 每天六杯 喝够了你夸我" →
-    "每天六杯 喝够了你夸我"); "" when it has none."""
+    "每天六杯 喝够了你夸我"); "" when it has none. A first piece that names only the offer's own numbers says why
+    not when a later one counts the same thing anew ("九点我在健身 九点半吧" → "九点半吧"); else it takes the offer
+    up ("30个 每晚十点你来考我")."""
+    anew = _run(text, offered, anew=True)
+    units = {unit for _, unit in _COUNTED.findall(offered)}
+    if anew and units & {unit for _, unit in _COUNTED.findall(anew)}:
+        return anew
+    return _run(text, offered, anew=False)
+
+
+def _proposes(text: str) -> bool:
+    """Whether a turn asks a proposal of its own (_proposal)."""
+    parts = [plain(c) for c in clauses(text)]
+    return any(_proposal(parts, i) for i in range(len(parts)))
+
+
+def _run(text: str, offered: str, anew: bool) -> str:
+    """_version's run of pieces; with `anew`, none of them names only the offer's own numbers."""
     where, run, picked = 0, list[tuple[int, int]](), ""  # (start, end) of the run's pieces in the text
     for piece in re.split(_CLAUSE_END.pattern + r"|\s+", text):
         if not piece or not piece.strip():
@@ -1200,8 +1220,11 @@ def _version(text: str, offered: str = "") -> str:
             or _CANCEL.search(said)
             or _CORRECTION.search(said)
             # "九点吧 八点我还在地铁上": the offer's own number again says why not
-            or run
+            or anew
             and _offer_again(said, offered)
+            # "十二点半吧 我们十二点半才放饭": the version's own number again says why, too
+            or run
+            and _offer_again(said, offered + " " + text[run[0][0] : run[-1][1]])
         )
         if usable and not run and not picked and _picks(said, offered):
             picked = piece.strip()  # "叫你小林还是林林？" → "林林吧", "那叫你满满？" → "行 满满吧": the one chosen
@@ -1366,7 +1389,7 @@ def candidates(
                 if typed != version:
                     read(n, typed, "-", f"part of the version agreed, 「{version}」")
                 continue
-            if version and at >= span[1] and _offer_again(clause, offers[n]):
+            if version and _offer_again(clause, offers[n]):  # before the version too: 「九点我在健身 九点半吧」
                 read(n, typed, "-", f"why the version differs from the offer (「{offers[n]}」)")
                 continue
             if sealing and _CANCEL.search(clause) and not (_JOKE.search(clause) or _TAKE_BACK.search(clause)):
