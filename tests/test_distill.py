@@ -631,19 +631,19 @@ def test_an_agreement_made_across_turns_is_kept(turns, kept):
     # restated more fully when sealed: one agreement, the request before it stays
     ([("person", "你每天给我出几道数学题吧"), ("assistant", "好 每天三道怎么样"), ("person", "三道太少 五道吧"),
       ("assistant", "好 每天五道"), ("person", "嗯 每天五道数学题 就这么定了")],
-     [("约定", "每天五道数学题"), ("承诺", "你每天给我出几道数学题吧")], "我提议「每天三道怎么样」，对方定的是：每天五道数学题"),
+     [("约定", "每天五道数学题"), ("承诺", "你每天给我出几道数学题吧")], "说到「你每天给我出几道数学题吧」，我提议「每天三道怎么样」，对方定的是：每天五道数学题"),
     # one side of the companion's choice, picked; how to call someone holds from now on
     ([("person", "我们都这么熟了"), ("assistant", "那叫你阿月还是月月？"), ("person", "月月吧 听着亲切"),
       ("assistant", "好的月月")], [("约定", "月月吧")], "我提议「那叫你阿月还是月月？」，对方定的是：月月"),
-    # the companion's time said, not asked, changed by the person and accepted
+    # the companion's time said, not asked, changed by the person and accepted; the memory says what it is for
     ([("person", "每天提醒我吃一次药"), ("assistant", "好 早上八点"), ("person", "九点吧 八点我还在地铁上"),
-      ("assistant", "好 九点")], [("约定", "九点吧"), ("承诺", "每天提醒我吃一次药")], "我提议「早上八点」，对方定的是：九点"),
+      ("assistant", "好 九点")], [("约定", "九点吧"), ("承诺", "每天提醒我吃一次药")], "说到「每天提醒我吃一次药」，我提议「早上八点」，对方定的是：九点"),
     # what the version asks of the companion goes with it; the person's own choice, asked, is no rule
     ([("person", "我想开始练字"), ("assistant", "那我们定个量？每天写两页怎么样？"), ("person", "两页太多了 一页吧 每晚十点你来检查"),
       ("assistant", "好 每天一页 十点我来问你")], [("约定", "一页吧 每晚十点你来检查")],
      "我提议「每天写两页怎么样？」，对方定的是：一页吧 每晚十点你来检查"),
     ([("person", "别叫宝了 叫我小满还是满满？你选"), ("assistant", "那叫你满满？"), ("person", "行 满满吧"),
-      ("assistant", "好的满满")], [("约定", "满满吧"), ("规则", "别叫宝了")], "我提议「那叫你满满？」，对方定的是：满满"),
+      ("assistant", "好的满满")], [("约定", "满满吧"), ("规则", "别叫宝了")], "说到「别叫宝了」，我提议「那叫你满满？」，对方定的是：满满"),
     # a threat in the turn that seals it calls nothing off
     ([("person", "我想练字"), ("assistant", "那先每天写一页？"), ("person", "行吧 一页 每晚九点你来检查"),
       ("assistant", "成交"), ("person", "说好了啊 你忘了我就不写了")],
@@ -651,7 +651,7 @@ def test_an_agreement_made_across_turns_is_kept(turns, kept):
     # a first piece that says the offer's own time is why not when a later one says another
     ([("person", "每天晚上陪我背单词吧"), ("assistant", "好呀 那每天晚上九点？"), ("person", "九点我在健身 九点半吧"),
       ("assistant", "行 九点半")], [("约定", "九点半吧"), ("约定", "每天晚上陪我背单词")],
-     "我提议「那每天晚上九点？」，对方定的是：九点半"),
+     "说到「每天晚上陪我背单词」，我提议「那每天晚上九点？」，对方定的是：九点半"),
     # the companion taking note is no offer: a turn that asks its own proposal begins another exchange
     ([("person", "我不吃香菜"), ("assistant", "记下了，以后点菜不要香菜。"), ("person", "我想每天晚上跟你背二十个单词 好不好"),
       ("assistant", "好呀")], [("约定", "我想每天晚上跟你背二十个单词"), ("偏好", "我不吃香菜")], "我想每天晚上跟你背二十个单词"),

@@ -1359,9 +1359,13 @@ def candidates(
         if version and version not in seen:
             found = dropped(found, [f for f in found if f not in said_before], f"「{version}」 (the version agreed)")
             seen.add(version)
-            settled = Kept(
-                "约定", 7, 0, "the person's version of the companion's offer", f"我提议「{offers[n]}」，对方定的是："
+            # what the offer answered, when the person asked it just before: the memory says what the time or the
+            # number is for (「说到「每天提醒我吃一次药」，我提议「早上八点」，对方定的是：九点」), so "几点来着" finds it
+            about = next(
+                (f[1] for f in reversed(found) if n - 4 <= f[2] < n and f[0].rank == 0 and not f[0].before), ""
             )
+            joint = (f"说到「{about}」，" if about else "") + f"我提议「{offers[n]}」，对方定的是："
+            settled = Kept("约定", 7, 0, "the person's version of the companion's offer", joint)
             found.append((settled, version, n))
             read(n, version, "约定", f"the person's version of the companion's offer 「{offers[n]}」")
         span = (text.find(version), text.find(version) + len(version)) if version else (-1, -1)
