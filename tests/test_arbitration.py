@@ -121,6 +121,26 @@ def test_the_same_commitment_twice_is_skipped(rules):
     assert not again.stored and again.decision == "skip"
 
 
+def test_a_time_settled_for_a_request_is_that_agreement_said_more_fully(rules):
+    asked = "我想每天晚上跟你背二十个单词"
+    settled = f"说到「{asked}」，我提议「那每天晚上九点？」，对方定的是：九点半"
+    words = hold(rules, asked, type="约定", quote=asked)
+    time = hold(rules, settled, type="约定", quote="九点半吧")
+    assert time.arbitration["action"] == "overwrite" and time.arbitration["target"] == words.id
+    assert time.status == "confirmed" and not rules.store.get(words.id).current
+    # the agreement alone answers, not beside the request it replaced
+    assert recalled(rules, "背单词约的几点") == [settled]
+
+
+def test_a_request_after_the_agreement_that_quotes_it_is_skipped(tmp_path, embedder):
+    svc = service(tmp_path, embedder)
+    asked = "我想每天晚上跟你背二十个单词"
+    first = hold(svc, f"说到「{asked}」，我提议「那每天晚上九点？」，对方定的是：九点半", type="约定", quote="九点半吧")
+    again = svc.hold(HoldRequest(content=asked, type="约定", quote=asked))
+    assert not again.stored and again.decision == "skip" and svc.store.get(first.id).current
+    svc.close()
+
+
 def test_an_unrelated_change_word_does_not_replace_a_commitment(rules):
     call = hold(rules, "每周三晚上语音", type="承诺", quote="以后每周三晚上都语音吧")
     spicy = hold(rules, "以后都不吃辣了", type="规则", quote="我以后都不吃辣了")

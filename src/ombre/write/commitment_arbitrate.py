@@ -76,8 +76,9 @@ def _describe(slot: Slot) -> str:
 
 def rules_verdict(new: Memory, candidates: list[tuple[Memory, float]]) -> Verdict:
     text = compared_text(new)
+    said = re.sub(r"\W", "", new.content)
     for old, _ in candidates:
-        if re.sub(r"\W", "", old.content) == re.sub(r"\W", "", new.content):
+        if re.sub(r"\W", "", old.content) == said:
             return Verdict("skip", old.id, reason="同样的内容已经记过")
     slot = slot_of_memory(new)
     same = [old for old, _ in candidates if slot.same_as(slot_of_memory(old))]
@@ -104,6 +105,13 @@ def rules_verdict(new: Memory, candidates: list[tuple[Memory, float]]) -> Verdic
             old_situation=old_situation,
             reason=f"同一件事（{what}），不同情境：{new_situation} / {old_situation or '其他情境'}",
         )
+    # one memory that quotes the other says the same agreement more fully: a time settled for a request
+    # ("说到「每天陪我背单词」，我提议「九点？」，对方定的是：九点半" beside "每天陪我背单词") is no second one
+    before = re.sub(r"\W", "", old.content)
+    if len(said) >= 4 and said in before:
+        return Verdict("skip", old.id, reason=f"同一件事（{what}），旧的那条已经包含它，说得更全")
+    if len(before) >= 4 and before in said and not CHANGE.search(text):
+        return Verdict("overwrite", old.id, reason=f"同一件事（{what}），新的这条包含旧的，说得更全")
     if CHANGE.search(text):
         return Verdict("overwrite", old.id, reason=f"同一件事（{what}）对方改口，新的取代旧的")
     if MERGE.search(text):
