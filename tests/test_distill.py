@@ -457,6 +457,19 @@ def test_a_clause_that_goes_on_from_a_kept_one_is_kept_with_it_as_typed():
     assert quotes("我老公周五出差去深圳。要去一个星期") == ["我老公周五出差去深圳"]
 
 
+def test_a_fact_with_no_one_in_it_says_what_the_clause_before_it_named():
+    """The product check: 「我家那只柯基叫豆包 今年三岁」 left a memory 「今年三岁」 that said nothing on its own."""
+    def said(text: str) -> list[tuple[str, str]]:
+        return [(c.content, c.quote) for c in rules_candidates([Turn("person", text, "u0")])]
+
+    assert said("我家那只柯基叫豆包 今年三岁") == [("我家那只柯基叫豆包", "我家那只柯基叫豆包"),
+                                                ("我家那只柯基叫豆包；今年三岁", "今年三岁")]
+    assert said("我是回民 不吃猪肉的")[1] == ("我是回民；不吃猪肉的", "不吃猪肉的")
+    # someone in it, or not right after: a memory of its own
+    assert ("我特别怕冷", "我特别怕冷") in said("我家那只柯基叫豆包 我特别怕冷")
+    assert [c for c, _ in said("我家那只柯基叫豆包 超级乖 今年三岁")] == ["我家那只柯基叫豆包", "今年三岁"]
+
+
 @pytest.mark.parametrize("turns, kept", [
     # a fear told in the turn that announces it: the next turn is no longer in confidence
     ([("person", "说出来你别笑 我都三十了还怕打雷"), ("assistant", "不会笑你"), ("person", "真的吗 那我就放心了")],

@@ -773,6 +773,29 @@ def _gone_on(
     return out
 
 
+# no one in a clause: it is about what the clause kept before it names ("我家那只柯基叫豆包 今年三岁")
+_SOMEONE = re.compile(r"[我你他她它咱您俺]|[叫姓]")
+
+
+def _named_before(found: list[tuple[Kept, str, int]], n: int, text: str) -> list[tuple[Kept, str, int]]:
+    """A fact kept from turn `n` right after another, with no one in it, says that one first in its memory
+    ("我家那只柯基叫豆包；今年三岁"): a card of 「今年三岁」 alone would say nothing. The quote stays as typed."""
+    mine = sorted((text.find(f[1]), f) for f in found if f[2] == n and f[1] in text)
+    told: dict[tuple[Kept, str, int], tuple[Kept, str, int]] = {}
+    for (at_before, before), (at, f) in zip(mine, mine[1:]):
+        kept, typed, _ = f
+        if (
+            kept.rank != 0
+            and kept.importance < 8  # never arbitrated: its text quoting another's is no claim to replace it
+            and not kept.before
+            and len(typed) <= 10
+            and not _SOMEONE.search(plain(typed))
+            and re.fullmatch(r"\W*", text[at_before + len(before[1]) : at])  # nothing said between
+        ):
+            told[f] = (dataclasses.replace(kept, before=f"{memory_text(before[1])}；"), typed, n)
+    return [told.get(f, f) for f in found]
+
+
 def _retract(
     found: list[tuple[Kept, str, int]], n: int, same_rank: int | None = None, just_said: str | None = None
 ) -> list[tuple[Kept, str, int]]:
@@ -1549,6 +1572,7 @@ def candidates(
             seen.add(best_vote[1][1])
             found.append(best_vote[1])
             read(n, best_vote[1][1], best_vote[1][0].kind, best_vote[1][0].cue)
+        found = _named_before(found, n, text)
     found.sort(key=lambda f: (f[0].rank, -f[2]))
     limit = room(len(person_turns))
     kept_ = capped(found, lambda f: f[0].kind, lambda f: f[0].importance, limit)
