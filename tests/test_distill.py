@@ -1028,3 +1028,23 @@ def test_a_diet_is_food_and_a_pill_a_day_is_health(said, kind):
 
 def test_a_snack_being_eaten_is_no_medicine():
     assert _kept([("person", "我在吃薯片"), ("assistant", "好吃吗")]) == []
+
+
+def test_a_secret_nobody_close_knows_is_kept_with_what_it_keeps():
+    # 连X都不知道 marks a secret as 家里人都不知道 does, whoever X is
+    assert _kept([("person", "跟你说个秘密 我其实在考公 连我妈都不知道"), ("assistant", "我会保密的")]) == [
+        ("感受", "我其实在考公 连我妈都不知道")]
+    assert _kept([("person", "我在偷偷学画画 连我闺蜜都不知道"), ("assistant", "好")]) == [
+        ("感受", "我在偷偷学画画 连我闺蜜都不知道")]
+
+
+def test_what_the_person_will_no_longer_need_is_no_decision():
+    assert _kept([("person", "公司附近 走路十分钟 以后不用挤地铁了"), ("assistant", "太好了！")]) == []
+    assert "承诺" not in {kind for kind, _ in _kept([("person", "从下个月开始我不需要每天通勤了"), ("assistant", "真好")])}
+    assert _kept([("person", "以后我每天走路上班"), ("assistant", "好")]) == [("承诺", "以后我每天走路上班")]
+
+
+def test_everyone_is_no_frequency_the_companion_offers():
+    turns = [("person", "她说她每天学八个小时 我做不到"), ("assistant", "每个人节奏不一样。"),
+             ("person", "想周末去爬山放松一下"), ("assistant", "好呀 去哪座山？")]
+    assert _kept(turns) == []

@@ -414,7 +414,10 @@ _DECISION = re.compile(
     r"这个月开始|规矩是|原则是|给自己定"
 )
 _RESOLVE = re.compile(r"都|就|一定|必须|绝不|绝对|再也不|不再|坚持|每[天周晚月次个早年]|不|要|先|只|戒|少|多|开始")
-_NOT_RESOLVED = re.compile(r"想|希望|会好|会有|再说|有机会|有空|你|再看|看情况|随便|就是|难|惨|完了|可怜")
+# ... and what the person will no longer need is relief, not a resolve ("以后不用挤地铁了")
+_NOT_RESOLVED = re.compile(
+    r"想|希望|会好|会有|再说|有机会|有空|你|再看|看情况|随便|就是|难|惨|完了|可怜|不用|不需要|不必|用不着"
+)
 # a complaint or a state about today or tomorrow ("明天还得六点起 想哭", "周六也回不了家"): no plan
 _NEAR = re.compile(r"今天|今晚|今早|明天|明早|明晚|明儿|后天|这两天")
 _THIS_WEEK = re.compile(r"这周|周[一二三四五六日天末]")
@@ -472,7 +475,8 @@ _MEME = re.compile(
 _UNTOLD = re.compile(
     r"^(?:这事|这个|这件事)?(?:我)?(?:没(?:跟|和|对)?任何人(?:说|讲|提)过|没告诉过任何人|谁都没(?:告诉|说)|"
     r"只(?:跟|和|对)你(?:说|讲)过|只有你知道|你是第一个|"
-    r"(?:我)?(?:家里人|家里|爸妈|父母|我爸|我妈|老婆|老公|同事|单位里|身边的人)(?:都|到现在都|还|一直)?(?:不知道|没人知道)|"
+    r"(?:我)?连?(?:我)?(?:家里人|家里|爸妈|父母|我爸|我妈|爸|妈|老婆|老公|男朋友|女朋友|对象|闺蜜|朋友|室友|同事|单位里|身边的人)"
+    r"(?:都|到现在都|还|一直)?(?:不知道|没人知道)|"
     r"(?:家里|单位里|公司里)?没人知道)"
     r"[的呢啊呀哦哈啦]*$"
 )
@@ -1098,7 +1102,7 @@ def _proposal(parts: list[str], i: int) -> bool:
 # "先从30个开始？" → "行吧 30个 每晚十点你来考我"): a question about what to do, with a number, a rule or a
 # choice in it, not about the person's life or the moment.
 _OFFER = re.compile(
-    r"\d|[一二两三四五六七八九十百半]+\s*[个杯次块元分钟小时天周页组遍字句顿条轮点]|每|以后|平时|要不|试试|先|还是|"
+    r"\d|[一二两三四五六七八九十百半]+\s*[个杯次块元分钟小时天周页组遍字句顿条轮点]|每(?!一?个人)|以后|平时|要不|试试|先|还是|"
     r"叫你|叫我|称呼"
 )
 # a count said in words and what it counts ("三公里", "十个"): what a version says and what it says again
@@ -1107,7 +1111,7 @@ _UNITS = r"个|杯|次|块|元|分钟|小时|天|周|页|章|组|遍|公里|斤|
 # what a version says: how many, how often, from when, unless what ("一周最多一杯吧", "除非我问你专业问题")
 _VERSION = re.compile(
     r"\d|" + _NUMERAL + r"\s*(?:" + _UNITS + r")|"
-    r"(?<![多少快慢早晚好大小点短长高低轻重近远])(?!一点)[一二两三四五六七八九十]{1,3}点|每|以后|除非|只|最多|最少|至少|不超过|以上|以下|以内|"
+    r"(?<![多少快慢早晚好大小点短长高低轻重近远])(?!一点)[一二两三四五六七八九十]{1,3}点|每(?!一?个人)|以后|除非|只|最多|最少|至少|不超过|以上|以下|以内|"
     r"周[一二三四五六日天末]|平时|工作日|睡前"
 )
 # why the person's version differs from the offer: not the version ("五个太少", "全部会死的", "我专注不了")
