@@ -2,6 +2,7 @@
 backend behind a fake that speaks OpenAI's wire format, and its failures."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -1048,3 +1049,13 @@ def test_everyone_is_no_frequency_the_companion_offers():
     turns = [("person", "她说她每天学八个小时 我做不到"), ("assistant", "每个人节奏不一样。"),
              ("person", "想周末去爬山放松一下"), ("assistant", "好呀 去哪座山？")]
     assert _kept(turns) == []
+
+
+def test_two_clauses_kept_where_the_turn_says_them_once_are_read_in_turn():
+    # a span kept twice (by a cue and by the clause that goes on from it) sits at one place in the turn
+    from ombre.write import distill_rules
+
+    name, age = distill_rules.Kept("关系", 6, 3, "a name"), distill_rules.Kept("关系", 6, 3, "a name")
+    text = "我家猫叫年糕 今年五岁"
+    found = [(name, "我家猫叫年糕", 0), (dataclasses.replace(name, cue="again"), "我家猫叫年糕", 0), (age, "今年五岁", 0)]
+    assert [f[1] for f in distill_rules._named_before(found, 0, text)] == ["我家猫叫年糕", "我家猫叫年糕", "今年五岁"]

@@ -784,7 +784,7 @@ _SOMEONE = re.compile(r"[我你他她它咱您俺]|[叫姓]")
 def _named_before(found: list[tuple[Kept, str, int]], n: int, text: str) -> list[tuple[Kept, str, int]]:
     """A fact kept from turn `n` right after another, with no one in it, says that one first in its memory
     ("我家那只柯基叫豆包；今年三岁"): a card of 「今年三岁」 alone would say nothing. The quote stays as typed."""
-    mine = sorted((text.find(f[1]), f) for f in found if f[2] == n and f[1] in text)
+    mine = sorted(((text.find(f[1]), f) for f in found if f[2] == n and f[1] in text), key=lambda m: m[0])
     told: dict[tuple[Kept, str, int], tuple[Kept, str, int]] = {}
     for (at_before, before), (at, f) in zip(mine, mine[1:]):
         kept, typed, _ = f
