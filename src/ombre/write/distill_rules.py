@@ -1198,7 +1198,7 @@ def settled_offers(spoken: list[tuple[str, str]]) -> dict[int, str]:
         said_yes = after is not None and accepts(after)
         if offered and (_settles(text) or said_yes):
             offers[n] = offered
-        elif said_yes and (stated := _offer(before, asked=False)) and not _proposes(text):
+        elif said_yes and (stated := _offer(before, asked=False)) and not proposes(text):
             # "好 中午十二点" → "十二点半吧 我们十二点半才放饭" → "好 十二点半"; a turn that asks its own proposal
             # begins another exchange ("记下了，以后推荐不辣的" → "我想每天晚上跟你背二十个单词 好不好")
             offers[n] = stated
@@ -1222,12 +1222,6 @@ def _version(text: str, offered: str = "") -> str:
     if anew and units & {unit for _, unit in _COUNTED.findall(anew)}:
         return anew
     return _run(text, offered, anew=False)
-
-
-def _proposes(text: str) -> bool:
-    """Whether a turn asks a proposal of its own (_proposal)."""
-    parts = [plain(c) for c in clauses(text)]
-    return any(_proposal(parts, i) for i in range(len(parts)))
 
 
 def _run(text: str, offered: str, anew: bool) -> str:
