@@ -728,6 +728,32 @@ def test_asking_to_be_held_to_a_decision_strengthens_it():
     assert [(c.type, c.quote, c.importance) for c in got] == [("承诺", "以后每天晚上跑步二十分钟", 8)]
 
 
+@pytest.mark.parametrize("turns, held", [
+    # a goal with no cue of its own, then a request to be held to it: in its turn, or the person's next
+    ([("person", "我打算每天背五十个单词 你来监督我好不好"), ("assistant", "好呀")], "我打算每天背五十个单词"),
+    ([("person", "我想瘦十斤"), ("assistant", "好主意"), ("person", "你监督我哦")], "我想瘦十斤"),
+    ([("person", "从这周起每天背50个单词 你帮我盯着点")], "从这周起每天背50个单词"),
+])
+def test_a_goal_the_person_asks_to_be_held_to_is_a_commitment(turns, held):
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert [(c.type, c.quote, c.importance) for c in got] == [("承诺", held, 8)]
+
+
+@pytest.mark.parametrize("turns, kept", [
+    # a reminder asked for a fact just told: the request says what it is for
+    ([("person", "我和老婆结婚纪念日是5月20号 你到时候提醒我")],
+     {("事件", "我和老婆结婚纪念日是5月20号"), ("承诺", "我和老婆结婚纪念日是5月20号；你到时候提醒我")}),
+    # for something later today, or for nothing said: no card that says only "remind me"
+    ([("person", "晚上要去拿快递 到时候提醒我一下"), ("assistant", "好的 晚上提醒你")], set()),
+    ([("person", "你监督我哦"), ("assistant", "监督什么呀")], set()),
+    # asked not to be kept: taken back
+    ([("person", "我要把我前任微信删了 你监督我"), ("assistant", "好"), ("person", "还是先留着吧 这个别记了")], set()),
+])
+def test_a_request_to_be_held_to_something_never_stands_alone(turns, kept):
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert {(c.type, c.content) for c in got} == kept
+
+
 @pytest.mark.parametrize("turns", [
     # taken back in the next turn, in so many words or by a bare "算了", wherever it stands in the turn
     [("person", "以后每周给你画一幅画"), ("assistant", "好期待"), ("person", "当我没说 我画得太丑了")],

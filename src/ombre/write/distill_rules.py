@@ -398,7 +398,9 @@ _JOKE = re.compile(
 _TAKE_BACK = re.compile(
     r"当我没说|(?:刚才|上面)(?:那句|说的)?(?:不算|作废)|不算数|我收回|收回(?:刚才|那句|这句)|我再想想|再想想吧|"
     r"再考虑(?:一下|考虑)|不了不了|还是不了|还是不要了|还是不用了|^(?:那|哎|唉|啊|呃)?算了(?:吧|算了)?$|^不了$|^不要了$|不弄了|"
-    r"^不用了|^(?:别|不用|不要)真|^(?:那|哎|唉)?还是别(?:了|啦|吧)?$"
+    r"^不用了|^(?:别|不用|不要)真|^(?:那|哎|唉)?还是别(?:了|啦|吧)?$|"
+    # asked not to keep it ("这个别记了", "刚才那个不用记")
+    r"^(?:这个|这事|这件事|那个|刚才那个|刚刚那个|刚才的)?(?:你)?(?:别|不用|不要)(?:记|记住|记下来)了?[啊哈哦吧啦]*$"
 )
 # asking whether the companion remembers ("你还记得我要考啥吗", "我对什么过敏来着"): a question whatever it
 # names, and the person's own earlier words it asks about ("我之前说要提醒我交电费 / 是几号来着") with it
@@ -410,7 +412,8 @@ _SAID_BEFORE = re.compile(r"^我?(?:之前|上次|以前|那天|前几天|刚才
 # a decision or a standing rule of the person's own ("我决定以后每天…", "以后周末我都不加班了", "从这个月开始一根都
 # 不抽", "我们家的规矩是…"): from now on, with what they will (not) do; never a wish, a guess or "以后再说"
 _DECISION = re.compile(
-    r"决定|下定决心|以后|今后|往后|从(?:今天|今晚|明天|下周|这个月|下个月|现在|今年|明年)?(?:开始|起)|"
+    r"决定|下定决心|以后|今后|往后|"
+    r"从(?:今天|今晚|明天|这周|本周|下周|这星期|下星期|这礼拜|下礼拜|这个月|下个月|本月|现在|今年|明年)?(?:开始|起)|"
     r"这个月开始|规矩是|原则是|给自己定"
 )
 _RESOLVE = re.compile(r"都|就|一定|必须|绝不|绝对|再也不|不再|坚持|每[天周晚月次个早年]|不|要|先|只|戒|少|多|开始")
@@ -436,9 +439,12 @@ _RIGHT_NOW = re.compile(r"聊会|一会儿|一下|想个|想想|帮我看看|帮
 _REASON = re.compile(r"^(?:我)?(?:怕|总是|总|老是|老|控制不住|经常|容易|拖延)|^(?:因为|不然|要不然|免得|省得)")
 # asking to be held to what was just decided, and nothing more ("你要监督我", "到时候提醒我"): it strengthens that
 _HOLD_ME = re.compile(
-    r"^(?:那|所以)?(?:你)?(?:要|得|可要|记得|到时候|一定要)?(?:帮我)?(?:监督我|提醒我|催我|盯着我|看着我|"
-    r"管着我|督促我)(?:一下|点)?[哦啊呀吧嘛哈啦喔]*$"
+    r"^(?:那|所以)?(?:你)?(?:来|要|得|可要|记得|到时候|一定要)?(?:帮我)?(?:监督我|提醒我|催我|盯着我?|看着我|"
+    r"管着我|督促我)(?:一下|点)?[哦啊呀吧嘛哈啦喔]*(?:好不好|行不行|好吗|行吗|可以吗)?[?？]?$"
 )
+# ... and what the person asks to be held to, said just before it with no cue of its own ("我打算每天背五十个单词
+# 你来监督我", "我想瘦十斤 你监督我哦"): a goal the person sets, a commitment once they ask to be held to it
+_GOAL = re.compile(r"想|要|打算|准备|计划|争取|坚持|每[天周晚月早日]|戒|少|多")
 # a clause about what used to be planned ("我们本来约好周末视频的") is never the plan itself
 _WAS = re.compile(r"本来|原本|原来打算")
 _PAST = re.compile(r"了$|了[^，。]{0,6}$|过$")
@@ -825,6 +831,32 @@ VOTED_RANK = 7
 _JUST_NOW = re.compile(r"刚才|刚刚")
 
 
+def _last_said(person_turns: list[tuple[int, str]], n: int) -> tuple[str, int]:
+    """The last clause of the person's turn before turn `n` (within the two turns before it), and that turn."""
+    m, text = next(((m, t) for m, t in reversed(person_turns) if n - 2 <= m < n), (n, ""))
+    said = [piece.strip() for piece in _CLAUSE_END.split(text) if len(piece.strip()) >= 3]
+    return (said[-1] if said else ""), m
+
+
+def _goal_before(typed: str, n: int) -> tuple[str, int] | None:
+    """(the clause, its turn) when what was said just before a request to be held to it sets a goal of the
+    person's own, not a question, a mood, someone else's news, a request for now or something called off."""
+    clause = plain(_FILLER.sub("", typed))
+    if (
+        len(clause) < 4
+        or not _GOAL.search(clause)
+        or _QUESTION.search(clause)
+        or _QUESTION_END.search(clause)
+        or _ACQUAINTANCE.match(clause)
+        or _RIGHT_NOW.search(clause)
+        or _CANCEL.search(clause)
+        or _TAKE_BACK.search(clause)
+        or _later_today(clause)  # "晚上要去拿快递 到时候提醒我一下": a reminder for today, no goal
+    ):
+        return None
+    return typed, n
+
+
 def _later_today(text: str) -> bool:
     return bool(_TODAY.search(text)) and not _CLOCK.search(text) and not _FROM_TODAY.search(text)
 
@@ -1137,7 +1169,7 @@ def _offer(reply: str, asked: bool = True) -> str:
     asks what or why."""
     marked = _ASKED.findall(reply)
     said = marked[-1] if marked else (clauses(reply) or [""])[-1]
-    said = re.sub(r"^(?:好|行|可以|嗯|那|不过)[呀啊的哒]*\s+", "", said.strip())
+    said = re.sub(r"^(?:好|行|可以|嗯|那|不过)[呀啊的哒]*[，,\s]+", "", said.strip())
     if asked and not (marked or _PROPOSAL_ASK.search(said)) or about_person(reply) or not _OFFER.search(said):
         return ""
     if not asked and (len(reply) > 24 or not _VERSION.search(said)):  # a short yes with the time, not a talk
@@ -1440,7 +1472,29 @@ def candidates(
                 read(n, typed, "-", "why something was just taken back")
                 continue
             if _HOLD_ME.match(_FILLER.sub("", clause)):
-                held = next((f for f in reversed(found) if f[0].rank == 0 and f[2] >= n - 2), None)
+                prev, m = (originals[i - 1], n) if i else _last_said(person_turns, n)
+                just = [f for f in found if prev and f[2] == m and prev in f[1]]
+                goal = None if just else _goal_before(prev, m)
+                if just and just[-1][0].rank != 0:
+                    # "结婚纪念日是5月20号 你到时候提醒我": the request is the companion's to keep, and says what for
+                    request = Kept("承诺", 7, 0, f"asks to be held to 「{prev}」", f"{memory_text(prev)}；")
+                    if typed not in seen:
+                        seen.add(typed)
+                        found.append((request, typed, n))
+                        read(n, typed, request.kind, request.cue)
+                    continue
+                if goal is not None:
+                    held_to = Kept("承诺", 8, 0, f"a goal the person asks to be held to (「{typed}」)")
+                    found.append((held_to, *goal))
+                    seen.add(goal[0])
+                    if best_vote is not None and best_vote[1][1] == goal[0]:
+                        best_vote = None  # kept as what it is, not as the examples' guess
+                    read(goal[1], goal[0], held_to.kind, held_to.cue)
+                    read(n, typed, "-", f"asks to be held to 「{goal[0]}」: kept as a commitment")
+                    continue
+                held = (
+                    just[-1] if just else next((f for f in reversed(found) if f[0].rank == 0 and f[2] >= n - 2), None)
+                )
                 if held is not None:  # "你要监督我" after a decision: the decision weighs more, no memory of its own
                     found[found.index(held)] = (
                         dataclasses.replace(held[0], importance=min(9, held[0].importance + 1)),
@@ -1449,6 +1503,9 @@ def candidates(
                     )
                     read(n, typed, "-", f"asks to be held to 「{held[1]}」 (its importance +1)")
                     continue
+                # "到时候提醒我一下" after a chore for tonight, or alone: a card of it would say nothing
+                read(n, typed, "-", "asks to be held to nothing kept: no memory of its own")
+                continue
             untold = bool(_UNTOLD.match(_FILLER.sub("", clause)))
             if untold or _SECRET_MARKER.match(_FILLER.sub("", clause)):
                 secret_from = n
