@@ -463,6 +463,8 @@ _ACQUAINTANCE = re.compile(
 # or none ("我女儿小满下个月十二号过生日，她想要一只小兔子", "我老公周五出差去深圳，要去一个星期"): kept with it,
 # or the memory holds half of what was told (the product check: "我老公要出差多久？" had nothing to answer).
 _GOES_ON = re.compile(r"^(?:[她他它](?!们?(?:说|觉得|问|讲))|要|会|得|打算|准备|大概|估计|预计|一共|总共)")
+# what to do instead, said after a request or a rule ("你别劝我数羊 陪我聊会儿就行"): the rest of that request
+_INSTEAD = re.compile(r"(?:就行|就好|就可以|就够了?)[了啦吧哦啊呀]*$")
 # how often, said after what it is about ("我超爱螺蛳粉 / 一周能吃三次"): more of that, not a habit of its own
 _HOW_OFTEN = re.compile(
     r"^(?:几乎|幾乎|基本)?(?:一|每)个?(?:周|週|礼拜|禮拜|星期|天|月)[^，。]{0,6}?(?:[一二两三四五六七八九十\d]+\s*[次杯顿回趟]|都要)"
@@ -765,7 +767,7 @@ def _gone_on(
             if (
                 len(piece) >= 3
                 and piece not in seen
-                and (_GOES_ON.match(clause) or _HOW_OFTEN.match(clause))
+                and (_GOES_ON.match(clause) or _HOW_OFTEN.match(clause) or kept.rank == 0 and _INSTEAD.search(clause))
                 and not _asked_at(text, end)
                 and not _QUESTION_END.search(clause)
                 and not _QUESTION.search(clause)
