@@ -358,6 +358,14 @@ def test_the_examples_vote_keeps_what_the_cues_miss_and_never_a_question(tmp_pat
     turns = [Turn("person", "读的材料", "u0"), Turn("person", "今天好闷热", "u1"), Turn("person", "你读的什么专业？", "u2")]
     assert rules_candidates(turns) == []  # the cues alone know none of them
     assert [c.quote for c in rules_candidates(turns, examples)] == ["读的材料"]
+    # a second reader of the same file (another service in the process) uses the same fit; an edited file is fit anew
+    again = distill_rules.Examples(USEEmbedder(), path)
+    again.vote(["读的材料"])
+    assert again._weights is examples._weights
+    path.write_text(path.read_text(encoding="utf-8") + json.dumps({"text": "刚下班", "keep": False}) + "\n")
+    edited = distill_rules.Examples(USEEmbedder(), path)
+    edited.vote(["读的材料"])
+    assert edited._weights is not examples._weights and len(edited._matrix) == len(rows) + 1
 
 
 def test_a_cancel_later_in_the_turn_takes_back_what_the_examples_proposed(tmp_path):

@@ -686,6 +686,9 @@ class Examples:
         self._turns = [r.get("turn") or r["text"] for r in rows]  # a row with no turn was a turn of its own
         self._matrix: np.ndarray | None = None
         self._weights: np.ndarray | None = None
+        # the same file read by the same encoder fits the same: fit once a process (_FITS); an edited file again
+        stat = source.stat() if isinstance(source, Path) else None
+        self._key = (str(source.resolve()), stat.st_mtime_ns, stat.st_size, encoder.spec.model) if stat else None
 
     def _features(self, texts: list[str], turns: list[str], clauses: "np.ndarray | None" = None) -> "np.ndarray":
         """The clause's embedding beside its turn's (each turn embedded once), and a constant for the bias."""
@@ -697,12 +700,20 @@ class Examples:
         own = self.encoder.passages(texts) if clauses is None else clauses
         return np.hstack([own, said, np.ones((len(texts), 1))])
 
-    def _fit(self) -> "np.ndarray":
-        """Newton's method on the penalised log-loss: a handful of steps, about a second on dev's clauses."""
+    def _fitted(self) -> "tuple[np.ndarray, np.ndarray]":
+        if self._key is None:
+            return self._fit()
+        if self._key not in _FITS:
+            _FITS[self._key] = self._fit()
+        return _FITS[self._key]
+
+    def _fit(self) -> "tuple[np.ndarray, np.ndarray]":
+        """The examples' embeddings and the regression's weights over them, by Newton's method on the penalised
+        log-loss: a handful of steps, about a second on dev's clauses (embedding them takes longer)."""
         import numpy as np
 
-        self._matrix = self.encoder.passages(self._texts)
-        x = self._features(self._texts, self._turns, self._matrix)
+        matrix = self.encoder.passages(self._texts)
+        x = self._features(self._texts, self._turns, matrix)
         y = np.array(self.keep, dtype=float)
         ridge = PRIOR * len(y) * np.eye(x.shape[1])
         ridge[-1, -1] = 0.0  # the bias (the share worth keeping) is not pulled towards zero
@@ -713,7 +724,7 @@ class Examples:
             w -= step
             if np.abs(step).max() < 1e-6:
                 break
-        return w
+        return matrix, w
 
     def vote(self, texts: list[str], turns: list[str] | None = None) -> list[tuple[float, str]]:
         """Per text (said in the turn beside it; its own turn when none is given): how likely it is worth
@@ -722,9 +733,8 @@ class Examples:
 
         if not texts:
             return []
-        if self._weights is None:
-            self._weights = self._fit()
-        assert self._matrix is not None
+        if self._matrix is None or self._weights is None:
+            self._matrix, self._weights = self._fitted()
         x = self._features(texts, turns or texts)
         likely = _sigmoid(x @ self._weights)
         sims = x[:, : self._matrix.shape[1]] @ self._matrix.T
@@ -738,6 +748,10 @@ class Examples:
             )
             out.append((float(share), kind))
         return out
+
+
+# (file, its mtime and size, encoder) -> what Examples._fit made of it
+_FITS: "dict[tuple[str, int, int, str], tuple[np.ndarray, np.ndarray]]" = {}
 
 
 def _sigmoid(z: "np.ndarray") -> "np.ndarray":
