@@ -687,8 +687,10 @@ class Examples:
         self._matrix: np.ndarray | None = None
         self._weights: np.ndarray | None = None
         # the same file read by the same encoder fits the same: fit once a process (_FITS); an edited file again
-        stat = source.stat() if isinstance(source, Path) else None
-        self._key = (str(source.resolve()), stat.st_mtime_ns, stat.st_size, encoder.spec.model) if stat else None
+        self._key: tuple[str, int, int, str] | None = None
+        if isinstance(source, Path):
+            stat = source.stat()
+            self._key = (str(source.resolve()), stat.st_mtime_ns, stat.st_size, encoder.spec.model)
 
     def _features(self, texts: list[str], turns: list[str], clauses: "np.ndarray | None" = None) -> "np.ndarray":
         """The clause's embedding beside its turn's (each turn embedded once), and a constant for the bias."""
