@@ -944,10 +944,16 @@ def test_a_run_over_two_segments_has_room_for_both():
 
 @pytest.mark.parametrize("said", [
     "阿拉苏州人", "我是搞装修的", "在菜市场卖菜卖了十几年", "教了二十年书", "考研狗一枚", "我属于慢热的", "对足球无感",
+    "我睡眠一直很浅", "我胃一直不好",
 ])
 def test_who_the_person_is_said_in_other_ways_is_kept(said):
     got = _kept([("person", said), ("assistant", "嗯嗯")])
     assert got == [("偏好", said)], got
+
+
+@pytest.mark.parametrize("said", ["我今天一直很累", "我一直很想你", "我一直在等你"])
+def test_what_goes_on_today_or_is_said_to_the_companion_is_no_fact_of_the_person(said):
+    assert _kept([("person", said), ("assistant", "嗯嗯")]) == []
 
 
 @pytest.mark.parametrize("said, kept", [
