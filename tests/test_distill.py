@@ -747,7 +747,10 @@ def test_a_goal_the_person_asks_to_be_held_to_is_a_commitment(turns, held):
     assert [(c.type, c.quote, c.importance) for c in got] == [("承诺", held, 8)]
 
 
-@pytest.mark.parametrize("said", ["以后我说睡不着的时候 你别劝我数羊 陪我聊会儿就行", "以后都别发表情包了 纯文字就好"])
+@pytest.mark.parametrize("said", [
+    "以后我说睡不着的时候 你别劝我数羊 陪我聊会儿就行", "以后都别发表情包了 纯文字就好",
+    "以后别叫我宝宝 叫我名字就行",  # a request of its own too: one card, not two
+])
 def test_what_to_do_instead_is_kept_with_its_rule(said):
     assert _kept([("person", said), ("assistant", "好")]) == [("规则", said)]
 

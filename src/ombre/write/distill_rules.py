@@ -773,7 +773,7 @@ def _gone_on(
     found: list[tuple[Kept, str, int]], n: int, text: str, seen: set[str], log: dict[tuple[int, str], dict]
 ) -> list[tuple[Kept, str, int]]:
     """Each clause kept from turn `n` with the clause that goes on from it (_GOES_ON), quoted as typed."""
-    out = []
+    out, merged = [], set()
     for kept, typed, at in found:
         start = text.find(typed) if at == n else -1
         joined = _JOINED.match(text, start + len(typed)) if start >= 0 else None
@@ -782,10 +782,15 @@ def _gone_on(
             piece = _CLAUSE_END.split(text[joined.end() :], maxsplit=1)[0].rstrip()
             end = joined.end() + len(piece)
             clause = plain(piece)
+            # what to do instead is the rest of a request even when it reads as one of its own ("叫我名字就行")
+            instead = (
+                kept.rank == 0
+                and _INSTEAD.search(clause)
+                and (piece not in seen or any(f[1] == piece and f[2] == n and f[0].rank == 0 for f in found))
+            )
             if (
                 len(piece) >= 3
-                and piece not in seen
-                and (_GOES_ON.match(clause) or _HOW_OFTEN.match(clause) or kept.rank == 0 and _INSTEAD.search(clause))
+                and (piece not in seen and (_GOES_ON.match(clause) or _HOW_OFTEN.match(clause)) or instead)
                 and not _asked_at(text, end)
                 and not _QUESTION_END.search(clause)
                 and not _QUESTION.search(clause)
@@ -795,12 +800,16 @@ def _gone_on(
                 seen.update((span, piece))  # the examples' vote does not add it again on its own
                 entry = log.pop((n, typed), {"turn": n, "act": kept.kind, "why": kept.cue})
                 log[n, span] = {**entry, "clause": span}
-                log.setdefault((n, piece), {"turn": n, "clause": piece, "act": "-"})["why"] = (
-                    f"goes on from 「{typed}」: kept with it"
-                )
+                log[n, piece] = {
+                    "turn": n,
+                    "clause": piece,
+                    "act": "-",
+                    "why": f"goes on from 「{typed}」: kept with it",
+                }
+                merged.add(piece)
                 typed = span
         out.append((kept, typed, at))
-    return out
+    return [f for f in out if not (f[2] == n and f[1] in merged)]
 
 
 # no one in a clause: it is about what the clause kept before it names ("我家那只柯基叫豆包 今年三岁")
