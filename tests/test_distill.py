@@ -776,6 +776,11 @@ def test_a_request_to_be_held_to_something_never_stands_alone(turns, kept):
     [("person", "我以后每天六点起床背单词"), ("assistant", "好厉害"), ("person", "算了 起不来的")],
     [("person", "我以后每天六点起床背单词"), ("assistant", "好厉害"), ("person", "起不来的 算了")],
     [("person", "以后你叫我公主殿下吧 哈哈 开玩笑的 别真叫")],
+    # a joke said as a dream or a passing thought, and a take-back in English
+    [("person", "我男朋友叫周杰伦 哈哈哈做梦呢")],
+    [("person", "老板就是我最怕的生物 比蛇还可怕 开玩笑哈哈")],
+    [("person", "我决定辞职去大理开民宿"), ("assistant", "哇 很勇敢"), ("person", "想想而已啦 房贷还没还完呢")],
+    [("person", "remind me 明天call我妈"), ("assistant", "ok 明天提醒你"), ("person", "nvm 刚打过了")],
     [("person", "以后叫我哥 哈哈哈哈 不用当真"), ("assistant", "哈哈好")],
     [("person", "以后你每天早上叫我起床"), ("assistant", "好"), ("person", "还是别了 我有闹钟")],
     # the reason given for a take-back is no request of its own
@@ -1107,3 +1112,9 @@ def test_two_clauses_kept_where_the_turn_says_them_once_are_read_in_turn():
     text = "我家猫叫年糕 今年五岁"
     found = [(name, "我家猫叫年糕", 0), (dataclasses.replace(name, cue="again"), "我家猫叫年糕", 0), (age, "今年五岁", 0)]
     assert [f[1] for f in distill_rules._named_before(found, 0, text)] == ["我家猫叫年糕", "我家猫叫年糕", "今年五岁"]
+
+
+def test_saying_it_is_no_joke_takes_nothing_back():
+    turns = [("person", "我跟你吐槽她的时候 不许帮她说话"), ("assistant", "哈哈好。"),
+             ("person", "不是开玩笑的 上回你帮她分析 我更气了")]
+    assert _kept(turns) == [("规则", "我跟你吐槽她的时候 不许帮她说话")]
