@@ -1118,3 +1118,14 @@ def test_saying_it_is_no_joke_takes_nothing_back():
     turns = [("person", "我跟你吐槽她的时候 不许帮她说话"), ("assistant", "哈哈好。"),
              ("person", "不是开玩笑的 上回你帮她分析 我更气了")]
     assert _kept(turns) == [("规则", "我跟你吐槽她的时候 不许帮她说话")]
+
+
+@pytest.mark.parametrize("said", [
+    "我同事小李怀孕了 才结婚两个月", "我们组长说他要辞职去开奶茶店 笑死 他连奶茶都不喝", "我师傅下个月退休 干了三十八年",
+])
+def test_what_follows_someone_elses_news_with_no_i_in_it_is_theirs(said):
+    assert _kept([("person", said), ("assistant", "哇")]) == []
+
+
+def test_the_person_speaking_of_themself_again_after_someone_elses_news_is_kept():
+    assert _kept([("person", "我同事下个月结婚 我要当伴娘"), ("assistant", "哇")]) == [("事件", "我要当伴娘")]

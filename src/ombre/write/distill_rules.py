@@ -457,6 +457,11 @@ _REPORTED = re.compile(
     r"^(?:我们|我|他|她)?(?:的)?(?:" + _KIN + r")[^，。]{0,3}(?:说|讲|觉得)|^说|说是|"
     r"^(?!我|你|跟|和|(?:医生|大夫)说我)[^，。]{1,6}说(?!好|定|过|话|个|一|句)"
 )
+# someone around the person introduced as such ("我同事…", "我们组长…", "隔壁…"; not a relative: the family's news
+# is the person's too, nor a bare role, which may be the person's own "初中语文老师")
+_THEIR_NEWS = re.compile(r"^(?:我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里)")
+# the person speaking of themself (or of the two of them) again
+_FIRST_PERSON = re.compile(r"我|咱|俺|(?i:\b(?:I|my|me|we|our)\b)")
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
 _ACQUAINTANCE = re.compile(
     r"^(?:我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里)?[^，。我和跟与及约陪带请找给叫去来见说问让帮]{0,4}?的?"
@@ -1433,6 +1438,7 @@ def candidates(
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
         best_vote: tuple[float, tuple[Kept, str, int]] | None = None
         supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
+        theirs = ""  # someone else's news this turn told ("我同事小李怀孕了"): what follows with no 我 is theirs
         corrected: list[tuple[Kept, str, int]] = []  # what a correction in this turn took back
         recalling = any(_RECALL_ASK.search(p) for p in parts)
         version = _version(text, offers[n]) if n in offers else ""
@@ -1473,6 +1479,8 @@ def candidates(
             i += 1
             typed, clause = originals[i], parts[i]
             at = text.find(typed)
+            if _FIRST_PERSON.search(clause):
+                theirs = ""
             if version and at < span[1] and at + len(typed) > span[0]:
                 if typed != version:
                     read(n, typed, "-", f"part of the version agreed, 「{version}」")
@@ -1598,6 +1606,8 @@ def candidates(
                 continue
             if kept is None:
                 read(n, typed, "-", why_not(typed))
+                if _THEIR_NEWS.match(clause) and _ACQUAINTANCE.match(clause):
+                    theirs = typed
                 if typed in votes:
                     share, kind = votes[typed]
                     log[n, typed]["why"] += f"; the examples' vote {share:.2f}"
@@ -1614,6 +1624,10 @@ def candidates(
                 continue
             if supposing and kept.rank != 0:
                 read(n, typed, "-", "supposed, not told (after 如果/万一…)")
+                continue
+            if theirs and kept.rank != 0:
+                # "我同事小李怀孕了 才结婚两个月", "我们组长说他要辞职 … 他连奶茶都不喝": their news goes on
+                read(n, typed, "-", f"more of someone else's news (「{theirs}」)")
                 continue
             if _THING_CHANGE.match(_FILLER.sub("", clause)) and kept.rank == 0:
                 # "吃药的提醒改成十点吧" after "每天晚上九点提醒我吃药": the old one, the same thing, goes
