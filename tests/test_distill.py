@@ -368,6 +368,38 @@ def test_the_examples_vote_keeps_what_the_cues_miss_and_never_a_question(tmp_pat
     assert edited._weights is not examples._weights and len(edited._matrix) == len(rows) + 1
 
 
+def test_a_home_keeps_the_examples_fit_for_the_next_process(tmp_path, monkeypatch):
+    """`ombre distill` is a process of its own each time: the fit it made is kept in the home's cache folder
+    and read back whole, with no example embedded again; a cache file that is not whole is fit again."""
+    import numpy as np
+
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    class Counted(USEEmbedder):
+        embedded = 0
+
+        def passages(self, texts):
+            Counted.embedded += len(texts)
+            return super().passages(texts)
+
+    rows = [{"text": t, "keep": k} for t, k in (("我学护理的", True), ("读的是化学", True), ("今天好热", False), ("困死了", False))]
+    path, cache = tmp_path / "examples.jsonl", tmp_path / "home" / "cache"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    first = distill_rules.Examples(Counted(), path, cache=cache)
+    said = first.vote(["学的是会计"])
+    [stored] = cache.glob("distill-examples-*.npz")
+    monkeypatch.setattr(distill_rules, "_FITS", {})  # as a new process starts
+    Counted.embedded = 0
+    second = distill_rules.Examples(Counted(), path, cache=cache)
+    assert second.vote(["学的是会计"]) == said and Counted.embedded == 2  # the clause and its turn, no example
+    assert np.array_equal(second._weights, first._weights)
+    stored.write_bytes(stored.read_bytes()[:100])
+    monkeypatch.setattr(distill_rules, "_FITS", {})
+    third = distill_rules.Examples(Counted(), path, cache=cache)
+    assert third.vote(["学的是会计"]) == said and stored.stat().st_size > 100  # fit again, and kept again
+
+
 def test_a_cancel_later_in_the_turn_takes_back_what_the_examples_proposed(tmp_path):
     from ombre.memory.embed import USEEmbedder
     from ombre.write import distill_rules

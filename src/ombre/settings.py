@@ -330,6 +330,11 @@ class Settings:
         return self.ombre_home / "backups"
 
     @property
+    def cache_dir(self) -> Path:
+        """What ombre can make again from what it ships with (the distiller's fit of its examples): safe to delete."""
+        return self.ombre_home / "cache"
+
+    @property
     def database_label(self) -> str:
         """Where memories live, as shown to a person: the file, or the server address without its password."""
         return redact(self.db) if self.db else str(self.memory_db)

@@ -287,7 +287,7 @@ class Distiller:
     def _rules(self, turns: list[Turn], explain: list[dict] | None = None) -> list[Candidate]:
         """The rules, with the labelled examples' vote when the fast encoder is at hand."""
         if self._examples is None and "use" in self.service.encoders and distill_rules.EXAMPLES.exists():
-            self._examples = distill_rules.Examples(self.service.encoders["use"])
+            self._examples = distill_rules.Examples(self.service.encoders["use"], cache=self.settings.cache_dir)
         try:
             return rules_candidates(turns, self._examples, explain=explain)
         except Exception:  # noqa: BLE001 — an encoder that fails leaves the cue lists to answer alone

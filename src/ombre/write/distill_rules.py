@@ -34,13 +34,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import io
 import json
 import re
+import zipfile
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
+from ..files import replace_atomic
 from ..memory.slot import slot_of
 
 if TYPE_CHECKING:
@@ -682,12 +686,9 @@ class Examples:
     """The dev split's labelled clauses, embedded once by the given encoder: a logistic regression fit on them
     says how likely a clause is worth keeping, the nearest kept ones what kind of memory it would be."""
 
-    def __init__(self, encoder: "Embedder", source: Path | list[dict] = EXAMPLES) -> None:
-        rows = (
-            source
-            if isinstance(source, list)
-            else [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
-        )
+    def __init__(self, encoder: "Embedder", source: Path | list[dict] = EXAMPLES, cache: Path | None = None) -> None:
+        raw = source.read_bytes() if isinstance(source, Path) else b""
+        rows = source if isinstance(source, list) else [json.loads(x) for x in raw.decode("utf-8").splitlines() if x]
         self.encoder = encoder
         self.kinds = [r.get("kind") or "" for r in rows]
         self.keep = [bool(r["keep"]) for r in rows]
@@ -695,11 +696,10 @@ class Examples:
         self._turns = [r.get("turn") or r["text"] for r in rows]  # a row with no turn was a turn of its own
         self._matrix: np.ndarray | None = None
         self._weights: np.ndarray | None = None
-        # the same file read by the same encoder fits the same: fit once a process (_FITS); an edited file again
-        self._key: tuple[str, int, int, str] | None = None
-        if isinstance(source, Path):
-            stat = source.stat()
-            self._key = (str(source.resolve()), stat.st_mtime_ns, stat.st_size, encoder.spec.model)
+        # The same file read by the same encoder fits the same: once a process (_FITS), and once a home when
+        # given a `cache` folder (a command line run, `ombre distill`, would fit it again each time: ~8 s)
+        self._key = hashlib.sha256(raw + f"\0{encoder.spec.model}\0{PRIOR}".encode()).hexdigest()[:16] if raw else ""
+        self._cache = cache
 
     def _features(self, texts: list[str], turns: list[str], clauses: "np.ndarray | None" = None) -> "np.ndarray":
         """The clause's embedding beside its turn's (each turn embedded once), and a constant for the bias."""
@@ -712,11 +712,39 @@ class Examples:
         return np.hstack([own, said, np.ones((len(texts), 1))])
 
     def _fitted(self) -> "tuple[np.ndarray, np.ndarray]":
-        if self._key is None:
+        if not self._key:
             return self._fit()
         if self._key not in _FITS:
-            _FITS[self._key] = self._fit()
+            _FITS[self._key] = self._stored() or self._store(self._fit())
         return _FITS[self._key]
+
+    def _stored(self) -> "tuple[np.ndarray, np.ndarray] | None":
+        """The fit this home's cache holds for this file and encoder, if it is whole."""
+        import numpy as np
+
+        if self._cache is None:
+            return None
+        try:
+            with np.load(self._cache / f"distill-examples-{self._key}.npz", allow_pickle=False) as held:
+                matrix, weights = held["matrix"], held["weights"]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            return None  # none yet, or not whole: fit again
+        dim = self.encoder.spec.dim
+        return (
+            (matrix, weights) if matrix.shape == (len(self._texts), dim) and weights.shape == (2 * dim + 1,) else None
+        )
+
+    def _store(self, fit: "tuple[np.ndarray, np.ndarray]") -> "tuple[np.ndarray, np.ndarray]":
+        import numpy as np
+
+        if self._cache is not None:
+            data = io.BytesIO()
+            np.savez(data, matrix=fit[0], weights=fit[1])
+            try:
+                replace_atomic(self._cache / f"distill-examples-{self._key}.npz", data.getvalue(), 0o600)
+            except OSError:
+                pass  # a home that cannot be written costs the next run its fit, nothing else
+        return fit
 
     def _fit(self) -> "tuple[np.ndarray, np.ndarray]":
         """The examples' embeddings and the regression's weights over them, by Newton's method on the penalised
@@ -761,8 +789,8 @@ class Examples:
         return out
 
 
-# (file, its mtime and size, encoder) -> what Examples._fit made of it
-_FITS: "dict[tuple[str, int, int, str], tuple[np.ndarray, np.ndarray]]" = {}
+# a digest of (the examples file, the encoder, the prior) -> what Examples._fit made of it
+_FITS: "dict[str, tuple[np.ndarray, np.ndarray]]" = {}
 
 
 def _sigmoid(z: "np.ndarray") -> "np.ndarray":
