@@ -828,6 +828,9 @@ def test_a_request_to_be_held_to_something_never_stands_alone(turns, kept):
     [("person", "我之前说要提醒我交水费 是几号来着"), ("assistant", "每月十号")],
     # a request for now is answered by the chat itself
     [("person", "好无聊 陪我聊会儿天"), ("assistant", "好呀")],
+    # what the companion thinks, asked: no request, whatever it says of the person
+    [("person", "你会不会觉得我很烦"), ("assistant", "不会呀")],
+    [("person", "你是不是嫌我话多"), ("assistant", "才没有")],
 ])
 def test_take_backs_passing_states_and_questions_are_never_kept(turns):
     assert _kept(turns) == []

@@ -170,6 +170,8 @@ _ADDRESSED = re.compile(
     r"说好|约好|约定|拉钩|"
     r"一言为定|一起|别|不要|不许|不准|千万|(?:ping|cue|劝)我|^(?:回复|回消息|跟我说话|和我说话|说话|讲话)"
 )
+# what the companion thinks or feels of the person, asked ("你会不会觉得我很烦", "你是不是嫌我烦")
+_YOUR_MIND = re.compile(r"你(?:会不会|是不是|有没有|会|是|还|也)?(?:觉得|认为|嫌|讨厌|喜欢|爱|在乎|介意|生我的?气)")
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
 _MARKER_WORDS = re.compile(
     r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|下定决心|下决心|"
@@ -596,6 +598,8 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
     if _ASKED_SOFTER.match(text):
         return Kept("规则", 7, 0, "how to talk, asked as a question")
     asked = bool(_QUESTION_END.search(text) or _QUESTION.search(text))
+    if asked and _YOUR_MIND.search(text):
+        return None  # "你会不会觉得我很烦": asks what the companion thinks, asks nothing of it
     if request and _RIGHT_NOW.search(text) and not re.search(_ONGOING, text + prev) and not _WHEN.search(text):
         return None
     if (
