@@ -1164,3 +1164,9 @@ def test_what_follows_someone_elses_news_with_no_i_in_it_is_theirs(said):
 
 def test_the_person_speaking_of_themself_again_after_someone_elses_news_is_kept():
     assert _kept([("person", "我同事下个月结婚 我要当伴娘"), ("assistant", "哇")]) == [("事件", "我要当伴娘")]
+
+
+def test_an_event_on_a_day_moved_later_is_that_event_moved():
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in
+                            enumerate([("person", "我下周五体检"), ("assistant", "好"), ("person", "提前到周三了")])])
+    assert [(c.type, c.content, c.quote) for c in got] == [("事件", "我下周五体检；提前到周三了", "提前到周三了")]

@@ -387,11 +387,11 @@ _THING_CHANGE = re.compile(
 _STANDING_THING = re.compile(r"提醒|闹钟|以后|每|我们|咱们|你")
 # a change said by itself ("改成早上八点吧", "换到周四"): a new version of the request, agreement or plan just
 # kept, of that kind whatever its own words say
-_CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到)")
+_CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到|提前到|推迟到|延到|延后到)")
 # the occasion a request or a rule holds on, said in the clause before it ("以后我值夜班的时候 / 你…提醒我")
 _WHEN_SO = re.compile(r"(?:的时候|那天|那几天|之前|之后|期间)$")
 # who told the person their own plan moved ("房东刚说改到20号了", "她刚说改成周六了"): the change is theirs
-_TOLD = re.compile(r"^[^，。]{0,6}?(?:刚刚?|又|才|突然)?(?:说|通知|讲)(?=改|换|推|挪)")
+_TOLD = re.compile(r"^[^，。]{0,6}?(?:刚刚?|又|才|突然)?(?:说|通知|讲)(?=改|换|推|挪|提前|延)")
 # a choice not to, made now, after all ("算了，还是不喝了", "还是不分手了"): what the person will not do this time,
 # under any cue. Not what happened after all ("还是分手了": news), nor a decision from now on ("还是决定以后不喝了")
 _CHOSEN_NOW = re.compile(r"^(?:我|我们|咱们|那|那我)?还是不(?!.*(?:决定|以后|今后|从|每|再也))[^，。]{0,8}了$")
@@ -1064,12 +1064,18 @@ def _take_back(
 
 def _changes(clause: str, n: int, found: list[tuple[Kept, str, int]]) -> tuple[Kept, str, int] | None:
     """The request, agreement or plan kept in this turn or the two before that a change said by itself
-    (_CHANGE) is a new version of: the latest request or agreement (rank 0), else the latest plan (rank 5).
+    (_CHANGE) is a new version of: the latest request or agreement (rank 0), else the latest plan (rank 5), else
+    the latest event with its day (rank 2).
     ("我们周五视频吧" → "周五我要加班 改成周六吧": the agreement moves, not the overtime.)"""
     if not _CHANGE.match(_TOLD.sub("", _FILLER.sub("", clause))):
         return None
     near = [f for f in reversed(found) if f[2] >= n - 2]
-    return next((f for f in near if f[0].rank == 0), None) or next((f for f in near if f[0].rank == 5), None)
+    return (
+        next((f for f in near if f[0].rank == 0), None)
+        or next((f for f in near if f[0].rank == 5), None)
+        # an event on a day ("我下周五体检" → "提前到周三了"), as a plan is
+        or next((f for f in near if f[0].rank == 2 and _WHEN.search(plain(f[1]))), None)
+    )
 
 
 def _version_of(old: tuple[Kept, str, int], how: str, joint: str) -> Kept:
