@@ -1170,3 +1170,12 @@ def test_an_event_on_a_day_moved_later_is_that_event_moved():
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in
                             enumerate([("person", "我下周五体检"), ("assistant", "好"), ("person", "提前到周三了")])])
     assert [(c.type, c.content, c.quote) for c in got] == [("事件", "我下周五体检；提前到周三了", "提前到周三了")]
+
+
+def test_a_memory_another_says_whole_takes_no_room_of_the_cap():
+    """「我要当伴娘」 is said whole by 「我要当伴娘；你到时候提醒我」: the store keeps one of the two, so the run's cap
+    (three for two turns) still has room for the fact of the second turn."""
+    turns = [("person", "我表妹下个月二十号结婚 我要当伴娘 你到时候提醒我"), ("assistant", "好，我记着。"),
+             ("person", "我胃一直不好"), ("assistant", "要按时吃饭呀。")]
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert {c.content for c in got} == {"我表妹下个月二十号结婚", "我要当伴娘", "我要当伴娘；你到时候提醒我", "我胃一直不好"}

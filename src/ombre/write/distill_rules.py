@@ -1713,7 +1713,15 @@ def candidates(
         found = _named_before(found, n, text)
     found.sort(key=lambda f: (f[0].rank, -f[2]))
     limit = room(len(person_turns))
-    kept_ = capped(found, lambda f: f[0].kind, lambda f: f[0].importance, limit)
+    # a memory another one says whole ("我要当伴娘" in 「我要当伴娘；你到时候提醒我」) takes no room: the store keeps
+    # one of the two, and the cap must not leave out a third thing for it (the product check lost 「我胃一直不好」)
+    said_as = [memory_text(f[1], f[0].before) for f in found]
+    holds = [
+        [j for j in range(len(found)) if j != i and said_as[i] in said_as[j] and (said_as[i] != said_as[j] or j < i)]
+        for i in range(len(found))
+    ]  # of two alike, the first holds the second
+    roomed = capped([f for f, by in zip(found, holds) if not by], lambda f: f[0].kind, lambda f: f[0].importance, limit)
+    kept_ = [f for f, by in zip(found, holds) if f in roomed or any(found[j] in roomed for j in by)]
     for f in found:
         if f not in kept_:
             log[f[2], f[1]]["left_out"] = f"over the run's cap ({limit} for {len(person_turns)} turns)"
