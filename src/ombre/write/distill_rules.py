@@ -465,12 +465,13 @@ _REPORTED = re.compile(
 )
 # someone around the person introduced as such ("我同事…", "我们组长…", "隔壁…"; not a relative: the family's news
 # is the person's too, nor a bare role, which may be the person's own "初中语文老师")
-_THEIR_NEWS = re.compile(r"^(?:我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里)")
+_AROUND = r"我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里"
+_THEIR_NEWS = re.compile(rf"^(?:{_AROUND})")
 # the person speaking of themself (or of the two of them) again
 _FIRST_PERSON = re.compile(r"我|咱|俺|(?i:\b(?:I|my|me|we|our)\b)")
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
 _ACQUAINTANCE = re.compile(
-    r"^(?:我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里)?[^，。我和跟与及约陪带请找给叫去来见说问让帮]{0,4}?的?"
+    rf"^(?:{_AROUND})?[^，。我和跟与及约陪带请找给叫去来见说问让帮]{{0,4}}?的?"
     r"(?:同事|同学|(?<![男女])朋友|邻居|老板|领导|网友|室友|同桌|哥们|姐们|组长|主任|队长|班长|店长|老师|经理|"
     r"师傅|师父|教练|主管|上司|女生|男生|阿姨|大爷|大妈|学长|学姐|学弟|学妹|师兄|师姐)(?!.*我)"
 )
@@ -902,15 +903,15 @@ _JUST_NOW = re.compile(r"刚才|刚刚")
 def _last_said(person_turns: list[tuple[int, str]], n: int) -> tuple[str, int]:
     """The last clause of the person's turn before turn `n` (within the two turns before it), and that turn."""
     m, text = next(((m, t) for m, t in reversed(person_turns) if n - 2 <= m < n), (n, ""))
-    said = [piece.strip() for piece in _CLAUSE_END.split(text) if len(piece.strip()) >= 3]
+    said = clauses(text)
     return (said[-1] if said else ""), m
 
 
-def _goal_before(typed: str, n: int) -> tuple[str, int] | None:
-    """(the clause, its turn) when what was said just before a request to be held to it sets a goal of the
-    person's own, not a question, a mood, someone else's news, a request for now or something called off."""
+def _sets_goal(typed: str) -> bool:
+    """Whether what was said just before a request to be held to it sets a goal of the person's own, not a
+    question, a mood, someone else's news, a request for now or something called off."""
     clause = plain(_FILLER.sub("", typed))
-    if (
+    return not (
         len(clause) < 4
         or not _GOAL.search(clause)
         or _QUESTION.search(clause)
@@ -920,9 +921,7 @@ def _goal_before(typed: str, n: int) -> tuple[str, int] | None:
         or _CANCEL.search(clause)
         or _TAKE_BACK.search(clause)
         or _later_today(clause)  # "晚上要去拿快递 到时候提醒我一下": a reminder for today, no goal
-    ):
-        return None
-    return typed, n
+    )
 
 
 def _later_today(text: str) -> bool:
@@ -1551,7 +1550,7 @@ def candidates(
             if _HOLD_ME.match(_FILLER.sub("", clause)):
                 prev, m = (originals[i - 1], n) if i else _last_said(person_turns, n)
                 just = [f for f in found if prev and f[2] == m and prev in f[1]]
-                goal = None if just else _goal_before(prev, m)
+                goal = (prev, m) if not just and _sets_goal(prev) else None
                 if just and just[-1][0].rank != 0:
                     # "结婚纪念日是5月20号 你到时候提醒我": the request is the companion's to keep, and says what for
                     request = Kept("承诺", 7, 0, f"asks to be held to 「{prev}」", f"{memory_text(prev)}；")
