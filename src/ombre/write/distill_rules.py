@@ -97,16 +97,33 @@ _Item = TypeVar("_Item")
 
 
 def capped(
-    items: list[_Item], kind: Callable[[_Item], str], importance: Callable[[_Item], int], limit: int
+    items: list[_Item],
+    kind: Callable[[_Item], str],
+    importance: Callable[[_Item], int],
+    limit: int,
+    said: Callable[[_Item], str] | None = None,
 ) -> list[_Item]:
-    """`items` (most binding first) within `limit` (room()), every binding or grave one kept whatever the cap."""
+    """`items` (most binding first) within `limit` (room()), every binding or grave one kept whatever the cap.
+    With `said` (an item's memory text), one that another says whole ("我要当伴娘" in 「我要当伴娘；你到时候提醒我」)
+    takes no room and goes with it: the store keeps one of the two, and the cap must not leave out a third thing
+    for it (the product check lost 「我胃一直不好」)."""
 
     def kept(x: _Item) -> bool:
         return kind(x) in BINDING or importance(x) >= 7
 
-    rest = [x for x in items if not kept(x)]
-    left = max(0, limit - (len(items) - len(rest)))
-    return [x for x in items if kept(x) or x in rest[:left]]
+    text = [said(x) for x in items] if said else [""] * len(items)
+
+    def holders(i: int) -> list[int]:  # of two alike, the first holds the second
+        if said is None:
+            return []
+        return [j for j in range(len(items)) if j != i and text[i] in text[j] and (text[i] != text[j] or j < i)]
+
+    holds = [holders(i) for i in range(len(items))]
+    whole = [x for x, by in zip(items, holds) if not by]
+    rest = [x for x in whole if not kept(x)]
+    left = max(0, limit - (len(whole) - len(rest)))
+    roomed = [x for x in whole if kept(x) or x in rest[:left]]
+    return [x for x, by in zip(items, holds) if x in roomed or any(items[j] in roomed for j in by)]
 
 
 # A clause ends at Chinese or Western punctuation, a line break, a tilde, an emoji, or a space between
@@ -1712,15 +1729,9 @@ def candidates(
         found = _named_before(found, n, text)
     found.sort(key=lambda f: (f[0].rank, -f[2]))
     limit = room(len(person_turns))
-    # a memory another one says whole ("我要当伴娘" in 「我要当伴娘；你到时候提醒我」) takes no room: the store keeps
-    # one of the two, and the cap must not leave out a third thing for it (the product check lost 「我胃一直不好」)
-    said_as = [memory_text(f[1], f[0].before) for f in found]
-    holds = [
-        [j for j in range(len(found)) if j != i and said_as[i] in said_as[j] and (said_as[i] != said_as[j] or j < i)]
-        for i in range(len(found))
-    ]  # of two alike, the first holds the second
-    roomed = capped([f for f, by in zip(found, holds) if not by], lambda f: f[0].kind, lambda f: f[0].importance, limit)
-    kept_ = [f for f, by in zip(found, holds) if f in roomed or any(found[j] in roomed for j in by)]
+    kept_ = capped(
+        found, lambda f: f[0].kind, lambda f: f[0].importance, limit, lambda f: memory_text(f[1], f[0].before)
+    )
     for f in found:
         if f not in kept_:
             log[f[2], f[1]]["left_out"] = f"over the run's cap ({limit} for {len(person_turns)} turns)"
