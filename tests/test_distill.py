@@ -1179,3 +1179,53 @@ def test_a_memory_another_says_whole_takes_no_room_of_the_cap():
              ("person", "我胃一直不好"), ("assistant", "要按时吃饭呀。")]
     got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
     assert {c.content for c in got} == {"我表妹下个月二十号结婚", "我要当伴娘", "我要当伴娘；你到时候提醒我", "我胃一直不好"}
+
+
+@pytest.mark.parametrize("said, kept", [
+    # any at all, said: no question ("什么…都", "谁都", "啥都")
+    ("我什么辣的都不吃", [("偏好", "我什么辣的都不吃")]),
+    ("以后谁都不许在我面前提他", [("承诺", "以后谁都不许在我面前提他")]),
+    # a real question with the same words stays one
+    ("为什么都不理我", []),
+])
+def test_any_at_all_is_said_not_asked(said, kept):
+    assert _kept([("person", said), ("assistant", "嗯")]) == kept
+
+
+@pytest.mark.parametrize("turns", [
+    # a prohibition with nothing it names is a reaction to the moment
+    [("person", "今天加班到十点"), ("assistant", "明天早点起来跑步？"), ("person", "别提醒我")],
+    [("person", "好困 我先睡了"), ("assistant", "晚安"), ("person", "明早别叫我")],
+    # how something goes, described, asks nothing of the companion
+    [("person", "他回我消息越来越慢了"), ("assistant", "会不会是忙")],
+    [("person", "我们每周一起开会好麻烦"), ("assistant", "辛苦")],
+])
+def test_a_reaction_or_a_description_is_no_request(turns):
+    assert _kept(turns) == []
+
+
+def test_a_prohibition_with_what_to_do_instead_is_still_a_rule():
+    assert _kept([("person", "你别再叫了 叫我小名就行"), ("assistant", "好")]) == [("规则", "你别再叫了 叫我小名就行")]
+
+
+def test_an_alternative_said_next_makes_it_a_guess():
+    assert _kept([("person", "我姐好像下个月生 也可能是月底"), ("assistant", "期待")]) == []
+    assert _kept([("person", "我哥应该是下周结婚 或者下下周"), ("assistant", "恭喜")]) == []
+
+
+@pytest.mark.parametrize("turns", [
+    [("person", "下个月去云南的计划 黄了 公司不批假"), ("assistant", "可惜")],
+    [("person", "五一去成都的票我退了"), ("assistant", "怎么了")],
+    [("person", "下周三要去复查"), ("assistant", "好"), ("person", "医院说要延后 还没定哪天")],
+])
+def test_a_plan_called_off_short_returned_or_put_off_with_no_day_is_not_kept(turns):
+    assert _kept(turns) == []
+
+
+def test_an_acquaintance_named_in_english_is_someone_else():
+    assert _kept([("person", "我 colleague 他不吃辣"), ("assistant", "哦")]) == []
+
+
+def test_what_nobody_was_told_of_a_thing_is_a_secret_told_now():
+    got = _kept([("person", "退学的真正原因我谁都没讲过 是我挂科太多被劝退的"), ("assistant", "谢谢你告诉我")])
+    assert got == [("感受", "是我挂科太多被劝退的")]

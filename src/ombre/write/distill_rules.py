@@ -137,9 +137,14 @@ _QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|‘[^’]*’")
 _QUESTION_END = re.compile(
     r"[?？]|[吗么]$|(?<![的人])嘛$|呢$|(?:好不好|行不行|可以吗|可不可以|能不能|成不|行吧|可以吧|好吗|行吗|可以不|好嘛)$"
 )
+# "什么肉都不吃", "谁都没告诉", "哪都能干": any at all, said, not asked (not "为什么都不理我")
+_ANY = r"(?![^，。？?]{0,3}?[都也])"
 _QUESTION = re.compile(
-    r"要不要|是不是|有没有|会不会|能不能|可不可以|哪个|哪家|哪里|哪儿|什么|啥|怎么|咋|多少|几点|几号|"
-    r"谁|为什么|为啥|还是.{1,10}(?:好|呢|呀|啊)$|^你觉得|^你说|^你猜|"
+    r"要不要|是不是|有没有|会不会|能不能|可不可以|(?:哪个|哪家|哪里|哪儿|什么|啥|谁)"
+    + _ANY
+    + r"|怎么|咋|多少|几点|几号|"
+    # "吃火锅还是烧烤好呢", not "但还是猫猫最好" (still)
+    r"为什么|为啥|(?<![但可过])还是.{1,10}(?:好|呢|呀|啊)$|^你觉得|^你说|^你猜|"
     # any A-not-A ("该不该", "碰得碰不得") or A-or-B ("二十三…还是二十四…") question; "时不时" and "动不动" are
     # adverbs
     r"(?P<v>(?![时动])[\u4e00-\u9fff])[不没](?P=v)|(?P<w>[\u4e00-\u9fff])得(?P=w)不得|是[^还]{1,10}还是|"
@@ -369,12 +374,28 @@ _HYPOTHETICAL = re.compile(
     r"上辈子|下辈子|转世|(?i:\bmaybe\b|\bprobably\b|\bperhaps\b|\bi guess\b)"
 )
 # a condition or a guess whose scope is the rest of its turn ("万一我中了五百万 第一件事就是辞职")
+# an alternative said next makes the clause before it a guess ("应该是我爸下个月退休 也可能是明年")
+_OR_ELSE = re.compile(r"(?:也|又)(?:可能|许|说不定)|或者|或许")
+# "别叫我", "别提醒我了" said alone: a reaction to the moment ("已经躺平了 别叫我"), not a rule with nothing it
+# names; one from now on says so ("以后别提醒我了")
+_NOW_ONLY = re.compile(
+    r"^(?:今天|今晚|明天|明早|明天早上|待会儿?|一会儿?|等下)?(?:你)?"
+    r"(?:别|不要)(?:再)?(?:叫|提醒|提|说|问|催|烦|吵|管|喊)(?:我)?[了啦呀哦啊嘛]*$"
+)
+# how something goes, described ("回消息越来越慢", "每次一起吃饭好麻烦"), not what the companion is asked to do
+_DESCRIBED = re.compile(
+    r"越来越|^[^你，。]*(?:好|太|真|超|很|特别)(?:麻烦|烦|累|难|痛苦|折磨|无聊|辛苦|尴尬)(?:啊|呀|了|哦|死了)*$"
+)
 _SUPPOSE = re.compile(r"如果|要是|假如|万一|我猜|说不定")
 _CANCEL = re.compile(
     r"本来|原本|原来打算|算了|取消|推迟|延期|不去了|不请了|不来了|不办了|不买了|不报了|不学了|不考了|还是不了|改天再说|拉倒|泡汤|"
     r"不用我.{0,2}了|用不着我|鸽了|放我鸽子|没戏了|去不成|不折腾了|不搞了|作罢|改天吧|下次吧|"
-    r"黄了|就不.{0,3}了|不用去了|去不了了|没去成|以后再说|下次再说|回头再说"
+    r"黄了|就不.{0,3}了|不用去了|去不了了|没去成|以后再说|下次再说|回头再说|(?:延后|往后推|推后)(?:了|吧|啦)*$|"
+    # a booking given back ("下月去日本的机票我退了")
+    r"(?:票|酒店|房|订单)[^，。]{0,3}退(?:了|掉)|退(?:了|掉了?)(?:票|机票|酒店|房)"
 )
+# a cancel said in two characters, its own clause ("去新西兰读研的计划 黄了")
+_OFF_SHORT = re.compile(r"黄了|吹了|鸽了|泡汤|作罢|取消|拉倒")
 # a cancel that names what it calls off ("派对算了", "健身房就不去了")
 _NAMED_OFF = re.compile(
     r"^(?:那|那个|这个)?([\u4e00-\u9fff]{2,4}?)(?:就|还是|也|先|的事)?(?:算了|取消了?|不办了|不去了|不搞了|不弄了)"
@@ -490,7 +511,8 @@ _FIRST_PERSON = re.compile(r"我|咱|俺|(?i:\b(?:I|my|me|we|our)\b)")
 _ACQUAINTANCE = re.compile(
     rf"^(?:{_AROUND})?[^，。我和跟与及约陪带请找给叫去来见说问让帮]{{0,4}}?的?"
     r"(?:同事|同学|(?<![男女])朋友|邻居|老板|领导|网友|室友|同桌|哥们|姐们|组长|主任|队长|班长|店长|老师|经理|"
-    r"师傅|师父|教练|主管|上司|女生|男生|阿姨|大爷|大妈|学长|学姐|学弟|学妹|师兄|师姐)(?!.*我)"
+    r"师傅|师父|教练|主管|上司|女生|男生|阿姨|大爷|大妈|学长|学姐|学弟|学妹|师兄|师姐"
+    r")(?!.*我)|^我\s*(?i:roommate|colleague|coworker|boss|classmate|neighbou?r|friend)(?!.*我)"
 )
 # A clause that goes on from the one kept just before it in the same sentence, with a pronoun for its subject
 # or none ("我女儿小满下个月十二号过生日，她想要一只小兔子", "我老公周五出差去深圳，要去一个星期"): kept with it,
@@ -514,7 +536,8 @@ _MEME = re.compile(
 )
 # that nobody else knows, said beside what it is about ("这事我没跟任何人说过", "家里人都不知道", "只跟你讲过")
 _UNTOLD = re.compile(
-    r"^(?:这事|这个|这件事)?(?:我)?(?:没(?:跟|和|对)?任何人(?:说|讲|提)过|没告诉过任何人|谁都没(?:告诉|说)|"
+    r"^(?:这事|这个|这件事|[^，。]{1,8}?(?:的事|原因|这件事|这事))?(?:公司里|单位里|家里|班上|学校里)?(?:我)?(?:没(?:跟|和|对)?任何人(?:说|讲|提)过|"
+    r"没告诉过任何人|谁都没(?:告诉|说|讲|提)过?|"
     r"只(?:跟|和|对)你(?:说|讲)过|只有你知道|你是第一个|"
     r"(?:我)?连?(?:我)?(?:家里人|家里|爸妈|父母|我爸|我妈|爸|妈|老婆|老公|男朋友|女朋友|对象|闺蜜|朋友|室友|同事|单位里|身边的人)"
     r"(?:都|到现在都|还|一直)?(?:不知道|没人知道)|"
@@ -612,7 +635,12 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
     if _RECALL_ASK.search(text) or _SO_CALLED.search(text) or _MEME.search(text):
         return None
     one_off = bool(_ONE_OFF.search(text) and _PAST.search(text))
-    request = bool(_TO_YOU.search(text) and _ADDRESSED.search(text)) and not _MARKER.match(text)
+    request = (
+        bool(_TO_YOU.search(text) and _ADDRESSED.search(text))
+        and not _MARKER.match(text)
+        and not (_NOW_ONLY.match(text) and not _INSTEAD.search(nxt))  # "你别再叫了 叫名字就行" is a rule
+        and not _DESCRIBED.search(text)
+    )
     if _ASKED_SOFTER.match(text):
         return Kept("规则", 7, 0, "how to talk, asked as a question")
     asked = bool(_QUESTION_END.search(text) or _QUESTION.search(text))
@@ -638,6 +666,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         return None
     if (
         _HYPOTHETICAL.search(text)
+        or _OR_ELSE.match(nxt)
         or _REPORTED.search(text)
         or _MARKER.match(text)
         or _SECRET_MARKER.match(text)
@@ -692,6 +721,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         and not _ACQUAINTANCE.match(text)
         and not (_WISH.search(text) and not _FIRM.search(text))
         and not _later_today(text)
+        and not _DESCRIBED.search(text)
     ):
         return Kept("事件", 6, 5, "a plan with its time")
     if _SELF.search(text) and not one_off and not _ACQUAINTANCE.match(text):
@@ -1426,6 +1456,10 @@ def why_not(clause: str) -> str:
         (_QUESTION, "a question"),
         (_HYPOTHETICAL, "supposed or guessed, not told"),
         (_REPORTED, "someone else's words"),
+        (_UNTOLD, "says who does not know: what is kept is beside it"),
+        (_ACQUAINTANCE, "news of someone around the person, not theirs"),
+        (_NOW_ONLY, "a reaction to the moment, naming nothing to hold to"),
+        (_DESCRIBED, "describes how something goes, asks nothing"),
         (_CANCEL, "called off"),
         (_CORRECTION, "a correction"),
         (_NEAR, "a passing state or a complaint, not a plan"),
@@ -1524,6 +1558,11 @@ def candidates(
                 if piece and _TAKE_BACK.search(plain(piece)):
                     found, best_vote = dropped(found, [f for f in found if f[2] < n - 2], f"「{piece}」"), None
                     taken_back = True
+                elif _OFF_SHORT.fullmatch(piece):
+                    earlier = found
+                    found, changed_at, _ = _take_back(piece, n, found, changed_at, None, recent)
+                    dropped(earlier, found, f"「{piece}」")
+                    best_vote, taken_back = None, True
                 elif piece and _CORRECTION.search(plain(piece)) and changed_at != n:  # "不对 是后天"
                     left = _retract(found, n, just_said=originals[i] if i >= 0 else None)
                     corrected = [f for f in found if f not in left]
