@@ -1229,3 +1229,39 @@ def test_an_acquaintance_named_in_english_is_someone_else():
 def test_what_nobody_was_told_of_a_thing_is_a_secret_told_now():
     got = _kept([("person", "退学的真正原因我谁都没讲过 是我挂科太多被劝退的"), ("assistant", "谢谢你告诉我")])
     assert got == [("感受", "是我挂科太多被劝退的")]
+
+
+@pytest.mark.parametrize("turns, kept", [
+    # what the person can have after all corrects the food fact that names it, wherever the new value stands
+    ([("person", "我对芒果过敏 你记着"), ("assistant", "记住了"), ("person", "其实是菠萝 芒果没事 我搞混了")],
+     [("约定", "我对芒果过敏；更正：是菠萝", "其实是菠萝")]),
+    ([("person", "我不吃葱"), ("assistant", "好"), ("person", "其实葱还好 是韭菜 韭菜我一口都不碰")],
+     [("偏好", "我不吃葱；更正：是韭菜", "是韭菜"), ("偏好", "韭菜我一口都不碰", "韭菜我一口都不碰")]),
+])
+def test_what_the_person_can_have_after_all_corrects_the_food_fact_naming_it(turns, kept):
+    got = rules_candidates([Turn(who, text, f"u{n}") for n, (who, text) in enumerate(turns)])
+    assert [(c.type, c.content, c.quote) for c in got] == kept
+
+
+def test_something_else_being_fine_corrects_nothing():
+    turns = [("person", "我对芒果过敏"), ("assistant", "记住了"), ("person", "我妈还好 就是有点累")]
+    assert [c.quote for c in rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in enumerate(turns)])] == ["我对芒果过敏"]
+
+
+@pytest.mark.parametrize("said", [
+    "我特别想找人说话",  # 特别 holds no 别 (don't)
+    "一提我就想哭",  # 一提…就 says when, asks nothing
+])
+def test_words_that_only_look_like_a_request_are_none(said):
+    assert _kept([("person", said), ("assistant", "抱抱")]) == []
+
+
+def test_an_agreement_said_by_the_two_of_us_is_a_marker_not_a_memory():
+    assert _kept([("person", "咱俩约好 以后每周日晚上一起复盘"), ("assistant", "成交")]) == [
+        ("约定", "以后每周日晚上一起复盘")]
+
+
+def test_a_goal_two_clauses_before_the_request_to_be_held_to_it_is_the_commitment():
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in
+                            enumerate([("person", "我开始戒奶茶了 这次是真的 你看着我点"), ("assistant", "好")])])
+    assert [(c.type, c.quote, c.importance) for c in got] == [("承诺", "我开始戒奶茶了", 8)]

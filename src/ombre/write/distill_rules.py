@@ -171,14 +171,14 @@ _TO_YOU = re.compile(
     + r"|叫我|喊我|称呼我|催我|陪我"
     + _NOT_KIN
     + r"|监督我|记得|别忘了|答应我|说好|约好|约定|拉钩|一言为定|"
-    r"我保证|我答应你|我发誓|提我|帮我记|(?:ping|cue|劝)我|先让我说完|"
+    r"我保证|我答应你|我发誓|(?<!一)提我|帮我记|(?:ping|cue|劝)我|先让我说完|"
     # how the companion talks to the person ("回我别太长", "讲话直接一点", "跟我说话用英文吧")
     r"(?:回我|回复|回消息|跟我说话|和我说话|说话|讲话)[^，。]{0,6}(?:别|不要|不用|简短|短点|短一点|直接|用|少|多|慢)|"
     r"(?i:\b(?:don'?t|do not|never|always|please|pls)\b.{0,20}\b(?:call me|remind me|tell me|ask me|say)\b|"
     r"\bcall me\b|\bremind me\b|\bpromise me\b|\bdon'?t (?:bring up|mention|ask)\b)|"
     r"(?:以后|今后|从今).{0,16}(?:都|要|就|一起|不许|别|不要)|(?:我们|咱们).{0,8}(?:每|以后)|"
     r"每.{0,10}一起|都.{0,4}一起|"
-    r"(?:别(?!人)|不要|不许|千万别|不准)(?:再)?.{0,12}?(?:叫|提|说|问|发|追问|用|催|推荐|给我|主动|安慰|喊|"
+    r"(?:(?<![特区分告级性类差个识辨离])别(?!人)|不要|不许|千万别|不准)(?:再)?.{0,12}?(?:叫|提|说|问|发|追问|用|催|推荐|给我|主动|安慰|喊|"
     r"跟我|打扰|聊|讲|开|回)"
 )
 # how to talk, asked as a question that is none ("说话能不能温柔点啊", "你回消息能不能快点"): a request
@@ -186,11 +186,11 @@ _ASKED_SOFTER = re.compile(
     r"^(?:你)?(?:说话|讲话|回话|回复|回消息|语气|态度)?能不能(?:别|不要)?[^，。]{1,8}(?:点|一点|些)(?:啊|呀|嘛|吧)?$"
 )
 _ADDRESSED = re.compile(
-    r"(?i:me\b)|[你您]|提我|(?:跟|给|陪|回|催|提醒|告诉|问)我"
+    r"(?i:me\b)|[你您]|(?<!一)提我|(?:跟|给|陪|回|催|提醒|告诉|问)我"
     + _NOT_KIN
     + r"|(?:夸|骂|对|叫|喊|监督|称呼)我|答应|保证|发誓|"
     r"说好|约好|约定|拉钩|"
-    r"一言为定|一起|别|不要|不许|不准|千万|(?:ping|cue|劝)我|^(?:回复|回消息|跟我说话|和我说话|说话|讲话)"
+    r"一言为定|一起|(?<![特区分告级性类差个识辨离])别|不要|不许|不准|千万|(?:ping|cue|劝)我|^(?:回复|回消息|跟我说话|和我说话|说话|讲话)"
 )
 # what the companion thinks or feels of the person, asked ("你会不会觉得我很烦", "你是不是嫌我烦")
 _YOUR_MIND = re.compile(r"你(?:会不会|是不是|有没有|会|是|还|也)?(?:觉得|认为|嫌|讨厌|喜欢|爱|在乎|介意|生我的?气)")
@@ -202,7 +202,7 @@ _MARKER_WORDS = re.compile(
 )
 _MARKER_REST = re.compile(
     r"^我?(?:跟|和)[^，。\s]{1,5}|给自己|这是|新|我想让你|你能不能|能不能|可以|你要|你得|你|亲爱的|宝贝?|"
-    r"我们|咱们|那|已经|之前|上次|早就|好不好|好吗|行不行|来个|就|我|"
+    r"我们|咱们|咱俩|我俩|那|已经|之前|上次|早就|好不好|好吗|行不行|来个|就|我|"
     r"一个事儿?|[一两二三]件事|事儿?|不许忘|了|啦|哦|啊|吧|嘛|吗|哈|呀|的|嗯|好|\s"
 )
 
@@ -226,7 +226,7 @@ _SECRET_MARKER = re.compile(
 _FOOD = re.compile(
     r"不吃|不能吃|忌口|过敏|不耐受|吃素|素食|回民|清真|戒了|不喝|不碰|吃不了|吃不惯|喝不了|"
     r"(?:最|超|特|很|巨|好)?(?:爱|喜欢)(?:吃|喝)|超爱|最爱|讨厌吃|难吃|无辣不欢|我.{0,4}吃不惯|吃不了|不能喝|喝不了|"
-    r"不沾|碰不得|一吃就|一喝就|乳糖|麸质|不吃辣|怕辣|嗜辣|爱吃甜|不爱吃|不爱喝|不能碰|吃不得|吃不来|喝不来|吃(?!了)[^，。]{1,4}起疹子"
+    r"不沾|碰不得|一吃就|一喝就|乳糖|麸质|不吃辣|怕辣|嗜辣|爱吃甜|不爱吃|不爱喝|不能碰|吃不得|吃不来|喝不来|吃(?!了)[^，。]{1,4}起疹子|一口都(?:不|碰不|吃不|喝不)"
 )
 _KIN = (
     r"妈|爸|母亲|父亲|父母|老公|老婆|丈夫|妻子|爱人|那位|对象|孩子|儿子|女儿|闺女|哥|姐|弟|妹|爷爷|奶奶|外婆|外公|"
@@ -413,6 +413,11 @@ _ONE_OFF = re.compile(r"今天|昨天|昨晚|前天|刚才|刚刚|刚|上次|上
 # a correction of what was just said: the kept clause before it goes ("哦不对 是11月3号")
 # "不是王建国" after "我老板叫王建国": the kept words it names are wrong (not "不是我不想去", which names none)
 _DENIED = re.compile(r"^不是([^，。\s]{2,8})$")
+# what the person can have after all ("花生没事", "其实香菜还好"): the food fact that names it was a slip, corrected
+_FINE = re.compile(
+    r"^(?:其实|但|不过|而且?)?([\u4e00-\u9fffA-Za-z]{1,6}?)(?:其实|倒是)?"
+    r"(?:没事|还好|没问题|没关系|可以吃|能吃|照吃|不过敏|随便吃)"
+)
 _CORRECTION = re.compile(r"不对|不是不是|哦不是|说错了|口误|记错了|搞错了|打错了|写错了")
 # a new version of what was just agreed ("改成每天提醒我喝六杯吧", "算了还是叫我杰哥吧"): the old one goes
 _REPLACE = re.compile(r"^(?:改成|改到|改为|换成|算了还是|还是.{1,12}吧$)")
@@ -1080,6 +1085,9 @@ def _take_back(
         named = [f for f in found if f[2] >= n - 2 and denied[1] in plain(f[1])]
         if named:
             return [f for f in found if f not in named], n, True
+    slip = _slip(clause, n, found)
+    if slip and changed_at != n:  # "我对花生过敏" → "其实是腰果 花生没事"
+        return [f for f in found if f not in slip], n, True
     if _CANCEL.search(clause) and (_WAS.search(clause) or not _TO_YOU.search(clause) or _PUT_OFF.match(clause)):
         # the plan or agreement before it, in this turn or the person's turn before, is off; when the cancel names
         # what it calls off ("派对算了"), only what names it
@@ -1106,6 +1114,12 @@ def _take_back(
         if off:
             return [f for f in found if f not in off], n, True
     return found, changed_at, False
+
+
+def _slip(clause: str, n: int, found: list[tuple[Kept, str, int]]) -> list[tuple[Kept, str, int]]:
+    """The food facts kept in this turn or the two before that a clause says the person can have after all."""
+    fine = _FINE.match(_FILLER.sub("", clause))
+    return [f for f in found if fine and f[2] >= n - 2 and fine[1] in plain(f[1]) and _FOOD.search(plain(f[1]))]
 
 
 def _changes(clause: str, n: int, found: list[tuple[Kept, str, int]]) -> tuple[Kept, str, int] | None:
@@ -1522,6 +1536,8 @@ def candidates(
         question = about_person(answers.get(n, ""))  # read once a turn: every clause of it may answer
         if question:
             pieces = _answer_first(text, pieces)
+        # what the person can have after all goes first: the value said before it ("其实是腰果 花生没事") corrects
+        pieces.sort(key=lambda piece: not _slip(plain(piece), n, found))
         originals = [piece for piece in pieces if len(piece) >= 3]  # clauses(text)
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
         best_vote: tuple[float, tuple[Kept, str, int]] | None = None
@@ -1592,7 +1608,9 @@ def candidates(
             earlier = found
             found, changed_at, spent = _take_back(clause, n, found, changed_at, just_said, recent)
             dropped(earlier, found, f"「{typed}」")
-            if changed_at != before and (_CORRECTION.search(clause) or _DENIED.match(_FILLER.sub("", clause))):
+            if changed_at != before and (
+                _CORRECTION.search(clause) or _DENIED.match(_FILLER.sub("", clause)) or _slip(clause, n, earlier)
+            ):
                 corrected = [f for f in earlier if f not in found]
             if spent or changed_at != before:
                 best_vote = None
@@ -1605,8 +1623,16 @@ def candidates(
                 continue
             if _HOLD_ME.match(_FILLER.sub("", clause)):
                 prev, m = (originals[i - 1], n) if i else _last_said(person_turns, n)
+                if i >= 2 and not _sets_goal(prev) and not any(f[2] == n and prev in f[1] for f in found):
+                    # the goal may stand two clauses back ("我开始戒烟了 这次是真的 你看着我点")
+                    prev = originals[i - 2] if _sets_goal(originals[i - 2]) else prev
                 just = [f for f in found if prev and f[2] == m and prev in f[1]]
-                goal = (prev, m) if not just and _sets_goal(prev) else None
+                # not what an agreement kept from that turn already says ("500吧" → "你要拦着我啊")
+                goal = (
+                    (prev, m)
+                    if not just and _sets_goal(prev) and not any(f[2] == m and f[1] in prev for f in found)
+                    else None
+                )
                 if just and just[-1][0].rank != 0:
                     # "结婚纪念日是5月20号 你到时候提醒我": the request is the companion's to keep, and says what for
                     request = Kept("承诺", 7, 0, f"asks to be held to 「{prev}」", f"{memory_text(prev)}；")
