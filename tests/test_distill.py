@@ -1265,3 +1265,32 @@ def test_a_goal_two_clauses_before_the_request_to_be_held_to_it_is_the_commitmen
     got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in
                             enumerate([("person", "我开始戒奶茶了 这次是真的 你看着我点"), ("assistant", "好")])])
     assert [(c.type, c.quote, c.importance) for c in got] == [("承诺", "我开始戒奶茶了", 8)]
+
+
+@pytest.mark.parametrize("marker", ["咱俩不是说好了嘛", "那就这样约定喔"])
+def test_an_agreement_marker_with_its_particles_is_never_the_memory(marker):
+    got = _kept([("person", f"{marker} 每周六晚上我们一起看电影"), ("assistant", "好呀")])
+    assert got == [("约定", "每周六晚上我们一起看电影")]
+
+
+def test_a_bare_dont_forget_after_an_agreement_strengthens_it():
+    turns = [("person", "每天晚上十点提醒我吃药"), ("assistant", "好的，每晚十点提醒你"), ("person", "嗯嗯 别忘了啊")]
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in enumerate(turns)])
+    assert [(c.type, c.quote, c.importance) for c in got] == [("承诺", "每天晚上十点提醒我吃药", 8)]
+
+
+def test_dont_forget_after_a_fact_asks_to_be_reminded_of_it():
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in
+                            enumerate([("person", "3月8号是我们结婚纪念日 别忘了"), ("assistant", "记住了")])])
+    assert ("承诺", "3月8号是我们结婚纪念日；别忘了") in [(c.type, c.content) for c in got]
+
+
+@pytest.mark.parametrize("said", ["你也别提", "你千万别...", "你别夸"])
+def test_a_prohibition_naming_nothing_after_a_secret_or_a_plan_is_no_rule(said):
+    got = _kept([("person", f"我其实在偷偷存钱买房 {said}"), ("assistant", "嗯")])
+    assert [kind for kind, _ in got] != ["规则"] and all(quote != said for _, quote in got)
+
+
+@pytest.mark.parametrize("said", ["我奶奶每次都问我吃了没", "还有我妈喊我全名"])
+def test_someone_else_calling_or_asking_the_person_is_no_request(said):
+    assert _kept([("person", said), ("assistant", "哈哈")]) == []

@@ -203,7 +203,7 @@ _MARKER_WORDS = re.compile(
 _MARKER_REST = re.compile(
     r"^我?(?:跟|和)[^，。\s]{1,5}|给自己|这是|新|我想让你|你能不能|能不能|可以|你要|你得|你|亲爱的|宝贝?|"
     r"我们|咱们|咱俩|我俩|那|已经|之前|上次|早就|好不好|好吗|行不行|来个|就|我|"
-    r"一个事儿?|[一两二三]件事|事儿?|不许忘|了|啦|哦|啊|吧|嘛|吗|哈|呀|的|嗯|好|\s"
+    r"一个事儿?|[一两二三]件事|事儿?|不许忘|不是|这样|了|啦|哦|喔|噢|啊|吧|嘛|吗|哈|呀|的|嗯|好|\s"
 )
 
 
@@ -380,7 +380,13 @@ _OR_ELSE = re.compile(r"(?:也|又)(?:可能|许|说不定)|或者|或许")
 # names; one from now on says so ("以后别提醒我了")
 _NOW_ONLY = re.compile(
     r"^(?:今天|今晚|明天|明早|明天早上|待会儿?|一会儿?|等下)?(?:你)?"
-    r"(?:别|不要)(?:再)?(?:叫|提醒|提|说|问|催|烦|吵|管|喊)(?:我)?[了啦呀哦啊嘛]*$"
+    r"(?:也|可|千万)?(?:别|不要)(?:再|又)?(?:叫|提醒|提|说|问|催|烦|吵|管|喊|夸)?(?:我)?[了啦呀哦啊嘛.。…]*$"
+)
+# someone else calling, asking or chiding the person ("她每次都问我吃了没", "还有我妈喊我全名"): what they do, no
+# request to the companion
+_SOMEONE_DOES = re.compile(
+    r"^(?:还有|而且|就是|但是?)?(?:[他她]们?|我?(?:" + _KIN + r"))(?:每次|每天|总是?|老是?|经常|都|也|又|还)*"
+    r"(?:叫|喊|问|催|夸|骂|陪|跟|给|回)我"
 )
 # how something goes, described ("回消息越来越慢", "每次一起吃饭好麻烦"), not what the companion is asked to do
 _DESCRIBED = re.compile(
@@ -492,9 +498,12 @@ _RIGHT_NOW = re.compile(r"聊会|一会儿|一下|想个|想想|帮我看看|帮
 _REASON = re.compile(r"^(?:我)?(?:怕|总是|总|老是|老|控制不住|经常|容易|拖延)|^(?:因为|不然|要不然|免得|省得)")
 # asking to be held to what was just decided, and nothing more ("你要监督我", "到时候提醒我"): it strengthens that
 _HOLD_ME = re.compile(
-    r"^(?:那|所以)?(?:你)?(?:来|要|得|可要|记得|到时候|一定要)?(?:帮我)?(?:监督我|提醒我|催我|盯着我?|看着我|"
-    r"管着我|督促我)(?:一下|点)?[哦啊呀吧嘛哈啦喔]*(?:好不好|行不行|好吗|行吗|可以吗)?[?？]?$"
+    r"^(?:那|所以)?(?:你)?(?:来|要|得|可要|记得|到时候|一定要|别忘了|不要忘了)?(?:帮我)?(?:监督我|提醒我|催我|盯着我?|"
+    r"看着我|管着我|督促我)(?:一下|点)?[哦啊呀吧嘛哈啦喔]*(?:好不好|行不行|好吗|行吗|可以吗)?[?？]?$|"
+    # "别忘了" alone, after what was just agreed
+    r"^(?:那|所以)?(?:你)?(?:可)?(?:别忘了|不要忘了|别忘记了?)[哦啊呀哈喔]*$"
 )
+_ASKS_TO_HOLD = re.compile(r"提醒|监督|催|盯|看着|管着|督促")
 # ... and what the person asks to be held to, said just before it with no cue of its own ("我打算每天背五十个单词
 # 你来监督我", "我想瘦十斤 你监督我哦"): a goal the person sets, a commitment once they ask to be held to it
 _GOAL = re.compile(r"想|要|打算|准备|计划|争取|坚持|每[天周晚月早日]|戒|少|多")
@@ -645,6 +654,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         and not _MARKER.match(text)
         and not (_NOW_ONLY.match(text) and not _INSTEAD.search(nxt))  # "你别再叫了 叫名字就行" is a rule
         and not _DESCRIBED.search(text)
+        and not (_SOMEONE_DOES.match(text) and not re.search(r"你|提醒", text))
     )
     if _ASKED_SOFTER.match(text):
         return Kept("规则", 7, 0, "how to talk, asked as a question")
@@ -1633,9 +1643,13 @@ def candidates(
                     if not just and _sets_goal(prev) and not any(f[2] == m and f[1] in prev for f in found)
                     else None
                 )
-                if just and just[-1][0].rank != 0:
+                # a bare "别忘了" after an agreement is said of the agreement
+                of_agreed = not _ASKS_TO_HOLD.search(clause) and any(f[0].rank == 0 and f[2] >= n - 2 for f in found)
+                if just and just[-1][0].rank != 0 and not of_agreed:
                     # "结婚纪念日是5月20号 你到时候提醒我": the request is the companion's to keep, and says what for
-                    request = Kept("承诺", 7, 0, f"asks to be held to 「{prev}」", f"{memory_text(prev)}；")
+                    # (the whole of what was kept)
+                    what = just[-1][1]
+                    request = Kept("承诺", 7, 0, f"asks to be held to 「{what}」", f"{memory_text(what)}；")
                     if typed not in seen:
                         seen.add(typed)
                         found.append((request, typed, n))
@@ -1651,7 +1665,9 @@ def candidates(
                     read(n, typed, "-", f"asks to be held to 「{goal[0]}」: kept as a commitment")
                     continue
                 held = (
-                    just[-1] if just else next((f for f in reversed(found) if f[0].rank == 0 and f[2] >= n - 2), None)
+                    just[-1]
+                    if just and not of_agreed
+                    else next((f for f in reversed(found) if f[0].rank == 0 and f[2] >= n - 2), None)
                 )
                 if held is not None:  # "你要监督我" after a decision: the decision weighs more, no memory of its own
                     found[found.index(held)] = (
