@@ -1294,3 +1294,11 @@ def test_a_prohibition_naming_nothing_after_a_secret_or_a_plan_is_no_rule(said):
 @pytest.mark.parametrize("said", ["我奶奶每次都问我吃了没", "还有我妈喊我全名"])
 def test_someone_else_calling_or_asking_the_person_is_no_request(said):
     assert _kept([("person", said), ("assistant", "哈哈")]) == []
+
+
+def test_a_request_keeps_the_condition_said_before_it():
+    """Without its condition a request is a different one: "你就骂我" is not "以后我要是熬夜 你就骂我"."""
+    assert _kept([("person", "以后我要是又熬夜 你就骂我"), ("assistant", "好")]) == [
+        ("承诺", "以后我要是又熬夜 你就骂我")]
+    assert _kept([("person", "如果我说想喝酒 你一定要拦着我"), ("assistant", "好")]) == [
+        ("承诺", "如果我说想喝酒 你一定要拦着我")]

@@ -437,8 +437,9 @@ _STANDING_THING = re.compile(r"提醒|闹钟|以后|每|我们|咱们|你")
 # a change said by itself ("改成早上八点吧", "换到周四"): a new version of the request, agreement or plan just
 # kept, of that kind whatever its own words say
 _CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到|提前到|推迟到|延到|延后到)")
-# the occasion a request or a rule holds on, said in the clause before it ("以后我值夜班的时候 / 你…提醒我")
-_WHEN_SO = re.compile(r"(?:的时候|那天|那几天|之前|之后|期间)$")
+# the occasion a request or a rule holds on, said in the clause before it ("以后我值夜班的时候 / 你…提醒我", "每周日
+# 要是我还没给爸妈打视频 / 你就cue我一下")
+_WHEN_SO = re.compile(r"(?:的时候|那天|那几天|之前|之后|期间)$|要是|如果|假如|只要|每当")
 # who told the person their own plan moved ("房东刚说改到20号了", "她刚说改成周六了"): the change is theirs
 _TOLD = re.compile(r"^[^，。]{0,6}?(?:刚刚?|又|才|突然)?(?:说|通知|讲)(?=改|换|推|挪|提前|延)")
 # a choice not to, made now, after all ("算了，还是不喝了", "还是不分手了"): what the person will not do this time,
