@@ -437,6 +437,17 @@ _STANDING_THING = re.compile(r"提醒|闹钟|以后|每|我们|咱们|你")
 # a change said by itself ("改成早上八点吧", "换到周四"): a new version of the request, agreement or plan just
 # kept, of that kind whatever its own words say
 _CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到|提前到|推迟到|延到|延后到)")
+# What the vote never vetoes, though it binds nothing: a fear of a named thing ("我超级怕打雷", "我好惊蛇"), an
+# illness of the person's own ("我有哮喘"), a milestone of the person or their family ("我姥姥上周走了", "我妹要订婚了",
+# "跟男朋友分手了"). Their cues hold in every kind of chat; the vote, read on the words around them, sank them
+# (grouped cross-validation on dev: of its vetoes of these, none took out a wrong memory, 13 a right one).
+_SURE = re.compile(
+    r"^我(?:好|超级?|特别|很|最|真的|巨)?(?:怕|惊|驚|恐)(?!的|[他她它你我])[\u4e00-\u9fff]{1,3}(?<![了过])$|^我有(?:"
+    + _HEALTH
+    + r")|^(?:跟|和)?(?:我|我们|我俩)?(?:"
+    + _KIN
+    + r")?[^，。你]{0,4}?(?:大寿|订婚|结婚|领证|离婚|离过婚|怀孕|怀了|二胎|三胎|走了|去世|过世|分手)"
+)
 # the occasion a request or a rule holds on, said in the clause before it ("以后我值夜班的时候 / 你…提醒我", "每周日
 # 要是我还没给爸妈打视频 / 你就cue我一下")
 _WHEN_SO = re.compile(r"(?:的时候|那天|那几天|之前|之后|期间)$|要是|如果|假如|只要|每当")
@@ -1737,7 +1748,13 @@ def candidates(
             elif changed is None and _CHANGE.match(_FILLER.sub("", clause)) and _bare(clause):
                 read(n, typed, "-", "a change with nothing kept to change (「改到明天吧」)")
                 continue
-            elif kept is not None and kept.rank != 0 and typed in votes and votes[typed][0] < veto_below:
+            elif (
+                kept is not None
+                and kept.rank != 0
+                and typed in votes
+                and votes[typed][0] < veto_below
+                and not _SURE.search(clause)
+            ):
                 read(n, typed, "-", f"{kept.cue}, but the examples' vote {votes[typed][0]:.2f} says no")
                 continue
             if kept is None:
