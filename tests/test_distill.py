@@ -1304,17 +1304,17 @@ def test_a_request_keeps_the_condition_said_before_it():
         ("承诺", "如果我说想喝酒 你一定要拦着我")]
 
 
-def test_the_examples_never_veto_a_fear_of_a_thing_an_illness_or_a_family_milestone():
+def test_the_examples_never_veto_a_fear_of_a_thing_an_illness_a_family_milestone_or_a_diet():
     from ombre.memory.embed import USEEmbedder
     from ombre.write import distill_rules
 
     # examples that say no to everything near these: the vote alone would drop each
     rows = [{"text": t, "keep": False, "kind": ""} for t in
             ("我怕忙忘了", "我才不怕", "我怕的东西只有一个", "我怕他生气", "我妹要过来玩", "我姥姥今天做了饺子",
-             "我有点困", "我有个问题", "跟男朋友吃饭了", "我妈今天又唠叨了")]
+             "我有点困", "我有个问题", "跟男朋友吃饭了", "我妈今天又唠叨了", "我对上班过敏", "我麻了")]
     rows += [{"text": t, "keep": True, "kind": "偏好"} for t in ("我对芒果过敏", "我不吃香菜")]
     examples = distill_rules.Examples(USEEmbedder(), rows)
-    for said in ("我超级怕打雷", "我有哮喘", "我姥姥上周走了", "跟男朋友分手了"):
+    for said in ("我超级怕打雷", "我有哮喘", "我姥姥上周走了", "跟男朋友分手了", "我麸质不耐受"):
         turns = [Turn("person", said, "u0"), Turn("assistant", "嗯", "u1")]
         assert [c.quote for c in rules_candidates(turns, examples)] == [said], said
     worry = [Turn("person", "我怕他生气", "u0"), Turn("assistant", "嗯", "u1")]
