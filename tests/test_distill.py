@@ -1319,3 +1319,14 @@ def test_the_examples_never_veto_a_fear_of_a_thing_an_illness_a_family_milestone
         assert [c.quote for c in rules_candidates(turns, examples)] == [said], said
     worry = [Turn("person", "我怕他生气", "u0"), Turn("assistant", "嗯", "u1")]
     assert rules_candidates(worry, examples) == []  # a worry, not a fear of a thing: the vote still has its say
+
+
+def test_what_the_person_keeps_doing_as_they_take_a_plan_back_is_kept():
+    turns = [("person", "我打算明年考研"), ("assistant", "好呀"), ("person", "算了 不考了 还是老老实实当我的会计吧")]
+    assert _kept(turns) == [("偏好", "还是老老实实当我的会计吧")]
+
+
+def test_a_reminder_no_longer_wanted_said_bare_takes_it_back_but_a_rule_against_one_is_kept():
+    turns = [("person", "每周五提醒我交周报"), ("assistant", "好"), ("person", "想了想 不用提醒了 我自己记得")]
+    assert _kept(turns) == []
+    assert _kept([("person", "过年那些不用提醒我"), ("assistant", "好")]) != []

@@ -408,6 +408,11 @@ _NAMED_OFF = re.compile(
 )
 # a rule or a plan against a verb undone by doing it after all ("你以后别用表情包了" → "哎呀 还是用吧")
 _REVERTED = re.compile(r"^(?:哎呀?|唉|那|好吧|那就|算了)?\s*还是([\u4e00-\u9fff])(?:吧|呗|啦)")
+# what the person goes on doing, said as they take a plan back ("不考了 还是继续在厂里干", "还是老老实实当我的程序员吧")
+_KEEPS_ON = re.compile(
+    r"^还是(?:继续|老老实实|接着)(?:在[^，。]{1,6}(?:干|上班|工作|读|上学)|干[^，。]{1,6}|当[^，。]{1,8}|做[^，。]{1,6})"
+    r"(?:吧|呗|啦)?$|^还是(?:老老实实)?当[^，。]{1,8}(?:吧|呗|啦)$"
+)
 # why something was just taken back ("还是不了 我怕越听越精神", "算了算了 你提醒我我更想说"): no memory of its own
 _WHY_NOT = re.compile(r"我也|我更|越.{1,4}越|不然|要不然|反正")
 # a plan called off by negating its own verb ("我要辞职" → "冷静下来了 不辞了", "我想报个班" → "还是不报了"):
@@ -472,6 +477,8 @@ _TAKE_BACK = re.compile(
     r"(?i:\bnvm\b|never ?mind)|当我没说|(?:刚才|上面)(?:那句|说的)?(?:不算|作废)|不算数|我收回|收回(?:刚才|那句|这句)|我再想想|再想想吧|"
     r"再考虑(?:一下|考虑)|不了不了|还是不了|还是不要了|还是不用了|^(?:那|哎|唉|啊|呃)?算了(?:吧|算了)?$|^不了$|^不要了$|不弄了|"
     r"^不用了|^(?:别|不用|不要)真|^(?:那|哎|唉)?还是别(?:了|啦|吧)?$|"
+    # a reminder no longer wanted, said bare ("不用提醒了"; not "圣诞啥的不用提醒我", a rule)
+    r"^(?:那|就|也)?不用(?:再|你)?提醒(?:我)?了[啊哈哦吧啦]*$|"
     # asked not to keep it ("这个别记了", "刚才那个不用记")
     r"^(?:这个|这事|这件事|那个|刚才那个|刚刚那个|刚才的)?(?:你)?(?:别|不用|不要)(?:记|记住|记下来)了?[啊哈哦吧啦]*$"
 )
@@ -1641,6 +1648,13 @@ def candidates(
             if spent:
                 read(n, typed, "take-back", "takes back what came before it (a joke, a cancel or in so many words)")
                 taken_back = True
+                continue
+            if taken_back and _KEEPS_ON.match(_FILLER.sub("", clause)) and typed not in seen:
+                # "不考了 还是继续在厂里干": what the person goes on doing instead is who they are
+                kept_on = Kept("偏好", 5, 6, "what the person keeps doing, said as they take something back")
+                seen.add(typed)
+                found.append((kept_on, typed, n))
+                read(n, typed, kept_on.kind, kept_on.cue)
                 continue
             if taken_back and (_REASON.match(_FILLER.sub("", clause)) or _WHY_NOT.search(clause)):
                 read(n, typed, "-", "why something was just taken back")
