@@ -1330,3 +1330,10 @@ def test_a_reminder_no_longer_wanted_said_bare_takes_it_back_but_a_rule_against_
     turns = [("person", "每周五提醒我交周报"), ("assistant", "好"), ("person", "想了想 不用提醒了 我自己记得")]
     assert _kept(turns) == []
     assert _kept([("person", "过年那些不用提醒我"), ("assistant", "好")]) != []
+
+
+def test_a_second_thing_said_with_also_is_a_memory_of_its_own():
+    """「咖啡也已经戒了」 names its own thing: prefixed with the fact before it, the store took it for that fact again."""
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in
+                            enumerate([("person", "我什么辣的都不吃 咖啡也已经戒了"), ("assistant", "记住了")])])
+    assert [c.content for c in got] == ["我什么辣的都不吃", "咖啡也已经戒了"]

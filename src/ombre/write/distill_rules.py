@@ -952,6 +952,7 @@ def _named_before(found: list[tuple[Kept, str, int]], n: int, text: str) -> list
             and not kept.before
             and len(typed) <= 10
             and not _SOMEONE.search(plain(typed))
+            and not re.match(r"[^，。]{1,4}也", plain(typed))  # "咖啡也已经戒了": a thing of its own, too
             and re.fullmatch(r"\W*", text[at_before + len(before[1]) : at])  # nothing said between
         ):
             told[f] = (dataclasses.replace(kept, before=f"{memory_text(before[1])}；"), typed, n)
