@@ -1234,7 +1234,7 @@ def test_what_nobody_was_told_of_a_thing_is_a_secret_told_now():
 @pytest.mark.parametrize("turns, kept", [
     # what the person can have after all corrects the food fact that names it, wherever the new value stands
     ([("person", "我对芒果过敏 你记着"), ("assistant", "记住了"), ("person", "其实是菠萝 芒果没事 我搞混了")],
-     [("约定", "我对芒果过敏；更正：是菠萝", "其实是菠萝")]),
+     [("偏好", "我对芒果过敏；更正：是菠萝", "其实是菠萝")]),
     ([("person", "我不吃葱"), ("assistant", "好"), ("person", "其实葱还好 是韭菜 韭菜我一口都不碰")],
      [("偏好", "我不吃葱；更正：是韭菜", "是韭菜"), ("偏好", "韭菜我一口都不碰", "韭菜我一口都不碰")]),
 ])
@@ -1337,3 +1337,11 @@ def test_a_second_thing_said_with_also_is_a_memory_of_its_own():
     got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in
                             enumerate([("person", "我什么辣的都不吃 咖啡也已经戒了"), ("assistant", "记住了")])])
     assert [c.content for c in got] == ["我什么辣的都不吃", "咖啡也已经戒了"]
+
+
+def test_a_fact_asked_to_be_remembered_stays_a_fact():
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in
+                            enumerate([("person", "我不吃香菜 你记一下"), ("assistant", "记住了")])])
+    assert [(c.type, c.quote, c.importance) for c in got] == [("偏好", "我不吃香菜", 7)]
+    agreed = _kept([("person", "我们约好了 每年春节轮流回父母家"), ("assistant", "好")])
+    assert agreed == [("约定", "每年春节轮流回父母家")]

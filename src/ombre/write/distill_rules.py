@@ -217,6 +217,8 @@ class _Marker:
 
 
 _MARKER = _Marker()
+# a marker that only asks that what is beside it be remembered ("你记一下", "帮我记着")
+_REMEMBER_THIS = re.compile(r"^(?:你|帮我|给我)?(?:记一下|记着|记住|记下来?)(?:了|啦|哦|啊|吧|嘛|哈|呀|啊)*$")
 # a secret said in so many words: the clauses after it are what is kept ("你要保密啊 / 我挂过一科")
 _SECRET_MARKER = re.compile(
     r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|(?:你)?(?:得|替我|帮我|给我)保密|(?:你)?(?:别|不要|千万别)(?:说出去|告诉别人)|只跟你说|"
@@ -1742,7 +1744,10 @@ def candidates(
                 elif kept is None:
                     kept = _from_context(parts, i, n, found, secret_from, changed_at, question)
                 if kept is not None and kept.rank != 0 and _marked(parts, i, _MARKER):
-                    kept = _agreed(parts, i)  # "我们约好了 / 每年春节…": the agreement, not a plan
+                    # "我们约好了 / 每年春节…": the agreement, not a plan; "我对花生过敏 / 你记一下" asks only that a
+                    # fact be remembered: it stays what it is, weighed as one asked to be kept
+                    remembered = dataclasses.replace(kept, importance=max(kept.importance, 7))
+                    kept = remembered if _marked(parts, i, _REMEMBER_THIS) else _agreed(parts, i)
             changed = _changes(clause, n, found)
             if changed is not None and (kept is None or kept.rank != changed[0].rank or _bare(clause)):
                 # "改成每天早上八点吧" after "每天早上提醒我喝水": a new version of that request, not a plan of
