@@ -157,6 +157,8 @@ _WH = re.compile(r"什么|怎么|咋|为什么|为啥|哪|谁|多少|几[点号�
 _ASKED_OF_ME = re.compile(r"问(?:问)?我.*$")
 # "陪我妈", "给我哥", "跟我姐": the person's kin, not the person (no request to the companion)
 _NOT_KIN = r"(?![妈爸爷奶姥外公婆哥姐弟妹儿女闺孙媳家])"
+# "别" that says don't, not the 别 of 特别, 区别, 告别, 性别…
+_DONT = r"(?<![特区分告级性类差个识辨离])别"
 # said to the companion about how it should be from now on
 _ONGOING = r"(?:以后|今后|从今|从现在|往后|每次|每回|每当|每天|每晚|每周|每个|每逢|不管|无论|到时候|等我|下次|只要|时不时|隔三差五)"
 _TO_YOU = re.compile(
@@ -178,7 +180,7 @@ _TO_YOU = re.compile(
     r"\bcall me\b|\bremind me\b|\bpromise me\b|\bdon'?t (?:bring up|mention|ask)\b)|"
     r"(?:以后|今后|从今).{0,16}(?:都|要|就|一起|不许|别|不要)|(?:我们|咱们).{0,8}(?:每|以后)|"
     r"每.{0,10}一起|都.{0,4}一起|"
-    r"(?:(?<![特区分告级性类差个识辨离])别(?!人)|不要|不许|千万别|不准)(?:再)?.{0,12}?(?:叫|提|说|问|发|追问|用|催|推荐|给我|主动|安慰|喊|"
+    r"(?:" + _DONT + r"(?!人)|不要|不许|千万别|不准)(?:再)?.{0,12}?(?:叫|提|说|问|发|追问|用|催|推荐|给我|主动|安慰|喊|"
     r"跟我|打扰|聊|讲|开|回)"
 )
 # how to talk, asked as a question that is none ("说话能不能温柔点啊", "你回消息能不能快点"): a request
@@ -190,7 +192,7 @@ _ADDRESSED = re.compile(
     + _NOT_KIN
     + r"|(?:夸|骂|对|叫|喊|监督|称呼)我|答应|保证|发誓|"
     r"说好|约好|约定|拉钩|"
-    r"一言为定|一起|(?<![特区分告级性类差个识辨离])别|不要|不许|不准|千万|(?:ping|cue|劝)我|^(?:回复|回消息|跟我说话|和我说话|说话|讲话)"
+    r"一言为定|一起|" + _DONT + r"|不要|不许|不准|千万|(?:ping|cue|劝)我|^(?:回复|回消息|跟我说话|和我说话|说话|讲话)"
 )
 # what the companion thinks or feels of the person, asked ("你会不会觉得我很烦", "你是不是嫌我烦")
 _YOUR_MIND = re.compile(r"你(?:会不会|是不是|有没有|会|是|还|也)?(?:觉得|认为|嫌|讨厌|喜欢|爱|在乎|介意|生我的?气)")
@@ -218,7 +220,7 @@ class _Marker:
 
 _MARKER = _Marker()
 # a marker that only asks that what is beside it be remembered ("你记一下", "帮我记着")
-_REMEMBER_THIS = re.compile(r"^(?:你|帮我|给我)?(?:记一下|记着|记住|记下来?)(?:了|啦|哦|啊|吧|嘛|哈|呀|啊)*$")
+_REMEMBER_THIS = re.compile(r"^(?:你|帮我|给我)?(?:记一下|记着|记住|记下来?)(?:了|啦|哦|啊|吧|嘛|哈|呀)*$")
 # a secret said in so many words: the clauses after it are what is kept ("你要保密啊 / 我挂过一科")
 _SECRET_MARKER = re.compile(
     r"^(?:这事|这个)?(?:我)?(?:你要保密|要保密|保密|(?:你)?(?:得|替我|帮我|给我)保密|(?:你)?(?:别|不要|千万别)(?:说出去|告诉别人)|只跟你说|"
@@ -375,7 +377,6 @@ _HYPOTHETICAL = re.compile(
     r"差不多|似的|如果|要是|假如|万一|说不定|也许|可能|大概|好像|估计|不确定|不一定|会不会|猜|感觉我|我觉得我|"
     r"上辈子|下辈子|转世|(?i:\bmaybe\b|\bprobably\b|\bperhaps\b|\bi guess\b)"
 )
-# a condition or a guess whose scope is the rest of its turn ("万一我中了五百万 第一件事就是辞职")
 # an alternative said next makes the clause before it a guess ("应该是我爸下个月退休 也可能是明年")
 _OR_ELSE = re.compile(r"(?:也|又)(?:可能|许|说不定)|或者|或许")
 # "别叫我", "别提醒我了" said alone: a reaction to the moment ("已经躺平了 别叫我"), not a rule with nothing it
@@ -394,6 +395,7 @@ _SOMEONE_DOES = re.compile(
 _DESCRIBED = re.compile(
     r"越来越|^[^你，。]*(?:好|太|真|超|很|特别)(?:麻烦|烦|累|难|痛苦|折磨|无聊|辛苦|尴尬)(?:啊|呀|了|哦|死了)*$"
 )
+# a condition or a guess whose scope is the rest of its turn ("万一我中了五百万 第一件事就是辞职")
 _SUPPOSE = re.compile(r"如果|要是|假如|万一|我猜|说不定")
 _CANCEL = re.compile(
     r"本来|原本|原来打算|算了|取消|推迟|延期|不去了|不请了|不来了|不办了|不买了|不报了|不学了|不考了|还是不了|改天再说|拉倒|泡汤|"
@@ -526,6 +528,7 @@ _HOLD_ME = re.compile(
     # "别忘了" alone, after what was just agreed
     r"^(?:那|所以)?(?:你)?(?:可)?(?:别忘了|不要忘了|别忘记了?)[哦啊呀哈喔]*$"
 )
+# what asks to be held to something of its own ("提醒我"), unlike a bare "别忘了"
 _ASKS_TO_HOLD = re.compile(r"提醒|监督|催|盯|看着|管着|督促")
 # ... and what the person asks to be held to, said just before it with no cue of its own ("我打算每天背五十个单词
 # 你来监督我", "我想瘦十斤 你监督我哦"): a goal the person sets, a commitment once they ask to be held to it
