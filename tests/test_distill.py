@@ -1211,6 +1211,9 @@ def test_a_prohibition_with_what_to_do_instead_is_still_a_rule():
 def test_an_alternative_said_next_makes_it_a_guess():
     assert _kept([("person", "我姐好像下个月生 也可能是月底"), ("assistant", "期待")]) == []
     assert _kept([("person", "我哥应该是下周结婚 或者下下周"), ("assistant", "恭喜")]) == []
+    explain: list[dict] = []
+    rules_candidates([Turn("person", "我哥下周结婚 或者下下周", "u0")], explain=explain)
+    assert explain[0]["why"] == "a guess: an alternative follows (「或者下下周」)"
 
 
 @pytest.mark.parametrize("turns", [

@@ -1492,9 +1492,11 @@ def proposes(text: str) -> bool:
     return any(_proposal(parts, i) for i in range(len(parts)))
 
 
-def why_not(clause: str) -> str:
-    """Why a clause the cues read was not kept (distill --explain)."""
+def why_not(clause: str, nxt: str = "") -> str:
+    """Why a clause the cues read was not kept (distill --explain); `nxt`, the clause after it in its turn."""
     text = _FILLER.sub("", _QUOTED.sub("X", plain(clause)))
+    if _OR_ELSE.match(plain(nxt)) and not (_QUESTION_END.search(text) or _QUESTION.search(text)):
+        return f"a guess: an alternative follows (「{nxt}」)"
     if _MARKER.match(text) or _SECRET_MARKER.match(text):
         return "says there is an agreement or a secret: what is kept is beside it"
     if (_CONFIRM.match(text) or _ACCEPT.match(text) and len(text) <= 4) and not _QUESTION_END.search(text):
@@ -1783,7 +1785,7 @@ def candidates(
                 read(n, typed, "-", f"{kept.cue}, but the examples' vote {votes[typed][0]:.2f} says no")
                 continue
             if kept is None:
-                read(n, typed, "-", why_not(typed))
+                read(n, typed, "-", why_not(typed, originals[i + 1] if i + 1 < len(originals) else ""))
                 if _THEIR_NEWS.match(clause) and _ACQUAINTANCE.match(clause):
                     theirs = typed
                 if typed in votes:
