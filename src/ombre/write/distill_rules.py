@@ -1648,7 +1648,9 @@ def candidates(
             found, changed_at, spent = _take_back(clause, n, found, changed_at, just_said, recent)
             dropped(earlier, found, f"「{typed}」")
             if changed_at != before and (
-                _CORRECTION.search(clause) or _DENIED.match(_FILLER.sub("", clause)) or _slip(clause, n, earlier)
+                _CORRECTION.search(clause)
+                or _DENIED.match(_FILLER.sub("", clause))
+                or _FINE.match(_FILLER.sub("", clause))
             ):
                 corrected = [f for f in earlier if f not in found]
             if spent or changed_at != before:
