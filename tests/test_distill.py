@@ -1311,7 +1311,9 @@ def test_the_examples_never_veto_a_fear_of_a_thing_an_illness_a_family_milestone
              "我有点困", "我有个问题", "跟男朋友吃饭了", "我妈今天又唠叨了", "我对上班过敏", "我麻了")]
     rows += [{"text": t, "keep": True, "kind": "偏好"} for t in ("我对芒果过敏", "我不吃香菜")]
     examples = distill_rules.Examples(USEEmbedder(), rows)
-    for said in ("我超级怕打雷", "我有哮喘", "我姥姥上周走了", "跟男朋友分手了", "我麸质不耐受"):
+    for said in ("我超级怕打雷", "最怕打雷", "我有哮喘", "我姥姥上周走了", "跟男朋友分手了", "我麸质不耐受",
+                 # a habit said with what makes it lasting, the kind of person, a name of their own, coming out
+                 "我一向只看悬疑剧", "最近迷上了陶艺", "我是猫派", "我们组长老周人挺好的", "其实我是同志"):
         turns = [Turn("person", said, "u0"), Turn("assistant", "嗯", "u1")]
         assert [c.quote for c in rules_candidates(turns, examples)] == [said], said
     worry = [Turn("person", "我怕他生气", "u0"), Turn("assistant", "嗯", "u1")]
@@ -1342,3 +1344,14 @@ def test_a_fact_asked_to_be_remembered_stays_a_fact():
     assert [(c.type, c.quote, c.importance) for c in got] == [("偏好", "我不吃香菜", 7)]
     agreed = _kept([("person", "我们约好了 每年春节轮流回父母家"), ("assistant", "好")])
     assert agreed == [("约定", "每年春节轮流回父母家")]
+
+
+@pytest.mark.parametrize("said, kind", [
+    ("我其实很 introvert 的 party 什么的能不去就不去", "偏好"),  # 什么的: and so on, not a question
+    ("每个周末我都去打羽毛球", "偏好"),
+    ("以前上学的时候被霸凌过", "感受"),  # what was done to the person, said without 我
+    ("我一看到针头就晕", "感受"),
+])
+def test_a_temper_a_routine_and_a_hurt_said_without_the_usual_words_are_kept(said, kind):
+    assert _kept([("person", said), ("assistant", "嗯")]) == [(kind, said)]
+    assert _kept([("person", "你是干什么的"), ("assistant", "陪你聊天的")]) == []
