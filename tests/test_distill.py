@@ -814,6 +814,10 @@ def test_a_request_to_be_held_to_something_never_stands_alone(turns, kept):
     [("person", "我决定辞职去大理开民宿"), ("assistant", "哇 很勇敢"), ("person", "想想而已啦 房贷还没还完呢")],
     [("person", "remind me 明天call我妈"), ("assistant", "ok 明天提醒你"), ("person", "nvm 刚打过了")],
     [("person", "以后叫我哥 哈哈哈哈 不用当真"), ("assistant", "哈哈好")],
+    # a joke said straight, a bond with a thing or a name given to one, and what plays on it after
+    [("person", "我跟我的沙发已经结婚了 周末都不出门"), ("assistant", "哈哈")],
+    [("person", "我跟我的被窝谈恋爱五年了 每天早上都要分手一次"), ("assistant", "哈哈")],
+    [("person", "我给我的车贷起了个名字 叫大爷 每个月准时孝敬"), ("assistant", "哈哈")],
     [("person", "以后你每天早上叫我起床"), ("assistant", "好"), ("person", "还是别了 我有闹钟")],
     # the reason given for a take-back is no request of its own
     [("person", "以后每天提醒我背单词"), ("assistant", "好的"), ("person", "还是不要了 你催我我更不想背")],
@@ -1163,6 +1167,7 @@ def test_saying_it_is_no_joke_takes_nothing_back():
 
 @pytest.mark.parametrize("said", [
     "我同事小李怀孕了 才结婚两个月", "我们组长说他要辞职去开奶茶店 笑死 他连奶茶都不喝", "我师傅下个月退休 干了三十八年",
+    "我发小生了个女儿 她老公乐坏了", "我同事养了只布偶叫年糕",  # a friend's news; an acquaintance's pet
 ])
 def test_what_follows_someone_elses_news_with_no_i_in_it_is_theirs(said):
     assert _kept([("person", said), ("assistant", "哇")]) == []
@@ -1170,6 +1175,8 @@ def test_what_follows_someone_elses_news_with_no_i_in_it_is_theirs(said):
 
 def test_the_person_speaking_of_themself_again_after_someone_elses_news_is_kept():
     assert _kept([("person", "我同事下个月结婚 我要当伴娘"), ("assistant", "哇")]) == [("事件", "我要当伴娘")]
+    # a bond with a person of the person's own is no joke, whatever the word for them
+    assert _kept([("person", "我跟我的初恋结婚了"), ("assistant", "哇")]) == [("事件", "我跟我的初恋结婚了")]
 
 
 def test_an_event_on_a_day_moved_later_is_that_event_moved():

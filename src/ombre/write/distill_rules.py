@@ -501,6 +501,16 @@ _JOKE = re.compile(
     r"(?:^|哈)做梦(?:呢|吧|中|而已)?$|白日梦|梦里什么都有|想得美|想想而已|"
     r"(?i:\bjk\b|just kidding)"
 )
+# a joke said straight: a bond with a thing, or a name given to one ("我跟我的工位已经结婚了", "我跟我的床谈恋爱三年了",
+# "给我的房贷起了个名字", "我的宠物叫房贷"); the rest of its turn plays on it
+_NOT_A_THING = r"(?!(?:" + _KIN + r"|初恋|宝贝|另一半|男神|女神|偶像|心上人|crush))"
+_FANCY = re.compile(
+    r"(?:跟|和|嫁给|娶了?)我的"
+    + _NOT_A_THING
+    + r"[\u4e00-\u9fff]{1,3}(?:已经|都)?(?:结婚|谈恋爱|恋爱|分手|在一起|离婚|订婚)|"
+    r"给我的" + _NOT_A_THING + r"[\u4e00-\u9fff]{1,3}(?:起|取)了?(?:一?个)?(?:名字|外号|昵称)|"
+    r"叫(?:房贷|车贷|花呗|借呗|白条|信用卡|贷款|(?i:kpi|ddl|deadline))"
+)
 # what was just said, taken back in so many words, wherever in the turn ("想让你喊我宝宝 哈哈当我没说 …",
 # "以后每周给你写首诗" → "当我没说"), and "别真叫" after a joke: nothing of it stays
 _TAKE_BACK = re.compile(
@@ -576,7 +586,7 @@ _FIRST_PERSON = re.compile(r"我|咱|俺|(?i:\b(?:I|my|me|we|our)\b)")
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
 _ACQUAINTANCE = re.compile(
     rf"^(?:{_AROUND})?[^，。我和跟与及约陪带请找给叫去来见说问让帮]{{0,4}}?的?"
-    r"(?:同事|同学|(?<![男女])朋友|邻居|老板|领导|网友|室友|同桌|哥们|姐们|组长|主任|队长|班长|店长|老师|经理|"
+    r"(?:同事|同学|(?<![男女])朋友|闺蜜|发小|死党|邻居|老板|领导|网友|室友|同桌|哥们|姐们|组长|主任|队长|班长|店长|老师|经理|"
     r"师傅|师父|教练|主管|上司|女生|男生|阿姨|大爷|大妈|学长|学姐|学弟|学妹|师兄|师姐"
     r")(?!.*我)|^我\s*(?i:roommate|colleague|coworker|boss|classmate|neighbou?r|friend)(?!.*我)"
 )
@@ -782,7 +792,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         return Kept(
             "偏好", 7 if re.search(r"过敏|不耐受|回民|清真|吃素", text) else 5, 3, "what the person eats or cannot"
         )
-    if _NAME.search(text) and not one_off:
+    if _NAME.search(text) and not one_off and not (_ACQUAINTANCE.match(text) and "养" in text):  # their pet
         return Kept("关系", 6, 4, "a name")
     if (
         _WHEN.search(text)
@@ -1611,6 +1621,7 @@ def candidates(
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
         best_vote: tuple[float, tuple[Kept, str, int]] | None = None
         supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
+        playing = False  # after a joke said straight ("我跟我的床谈恋爱三年了") the rest of the turn plays on it
         theirs = ""  # someone else's news this turn told ("我同事小李怀孕了"): what follows with no 我 is theirs
         corrected: list[tuple[Kept, str, int]] = []  # what a correction in this turn took back
         recalling = any(_RECALL_ASK.search(p) for p in parts)
@@ -1673,6 +1684,7 @@ def candidates(
                 read(n, typed, "-", "part of a question about what was said")
                 continue
             supposing = supposing or bool(_SUPPOSE.search(clause))
+            playing = playing or bool(_FANCY.search(clause))
             before = changed_at
             earlier = found
             found, changed_at, spent = _take_back(clause, n, found, changed_at, just_said, recent)
@@ -1826,6 +1838,7 @@ def candidates(
                     if (
                         share >= add_from
                         and not supposing
+                        and not playing
                         and not _hard_negative(clause)
                         and share > (best_vote[0] if best_vote else 0)
                     ):
@@ -1836,6 +1849,9 @@ def candidates(
                 continue
             if supposing and kept.rank != 0:
                 read(n, typed, "-", "supposed, not told (after 如果/万一…)")
+                continue
+            if playing and kept.rank != 0:
+                read(n, typed, "-", "a joke said straight, or playing on one (a bond with a thing, a thing's name)")
                 continue
             if theirs and kept.rank != 0:
                 # "我同事小李怀孕了 才结婚两个月", "我们组长说他要辞职 … 他连奶茶都不喝": their news goes on
