@@ -1358,7 +1358,24 @@ def test_a_fact_asked_to_be_remembered_stays_a_fact():
     ("每个周末我都去打羽毛球", "偏好"),
     ("以前上学的时候被霸凌过", "感受"),  # what was done to the person, said without 我
     ("我一看到针头就晕", "感受"),
+    ("我上夜班的", "偏好"),  # the hours the person works
+    ("我戒烟第三天了", "偏好"),  # a habit given up, counted
 ])
 def test_a_temper_a_routine_and_a_hurt_said_without_the_usual_words_are_kept(said, kind):
     assert _kept([("person", said), ("assistant", "嗯")]) == [(kind, said)]
     assert _kept([("person", "你是干什么的"), ("assistant", "陪你聊天的")]) == []
+
+
+def test_a_reason_given_for_a_request_that_says_who_the_person_is_is_kept_with_it():
+    """老 in 老花眼 is eyesight, not 老 (always), which makes a clause the reason for what was asked."""
+    assert _kept([("person", "回我别太长 我老花眼"), ("assistant", "好")]) == [("规则", "回我别太长"), ("偏好", "我老花眼")]
+    assert _kept([("person", "以后早上提醒我吃药 我老忘"), ("assistant", "好")]) == [("承诺", "以后早上提醒我吃药")]
+
+
+@pytest.mark.parametrize("said, kind", [
+    ("回答我的时候简短点", "规则"),  # how to answer is how to talk
+    ("以后九点半以后再找我聊啊", "承诺"),  # when to come to the person
+])
+def test_how_and_when_to_talk_to_the_person_is_a_request(said, kind):
+    assert _kept([("person", said), ("assistant", "好")]) == [(kind, said)]
+    assert _kept([("person", "以后他再找我 我就不理了"), ("assistant", "好")]) == []
