@@ -1360,6 +1360,8 @@ def test_a_fact_asked_to_be_remembered_stays_a_fact():
     ("我一看到针头就晕", "感受"),
     ("我上夜班的", "偏好"),  # the hours the person works
     ("我戒烟第三天了", "偏好"),  # a habit given up, counted
+    ("我是95年的", "偏好"),  # the year the person was born
+    ("我鞋码40", "偏好"),
 ])
 def test_a_temper_a_routine_and_a_hurt_said_without_the_usual_words_are_kept(said, kind):
     assert _kept([("person", said), ("assistant", "嗯")]) == [(kind, said)]
@@ -1379,3 +1381,20 @@ def test_a_reason_given_for_a_request_that_says_who_the_person_is_is_kept_with_i
 def test_how_and_when_to_talk_to_the_person_is_a_request(said, kind):
     assert _kept([("person", said), ("assistant", "好")]) == [(kind, said)]
     assert _kept([("person", "以后他再找我 我就不理了"), ("assistant", "好")]) == []
+
+
+def test_a_change_said_as_改_and_the_new_value_is_a_new_version_of_what_it_changes():
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in enumerate(
+        [("person", "我每天早上七点出门上班"), ("assistant", "好早啊"), ("person", "哦现在改八点了")])])
+    assert [(c.quote, c.content) for c in got] == [("哦现在改八点了", "我每天早上七点出门上班；现在改八点了")]
+
+
+def test_a_fact_led_by_a_pronoun_says_whom_it_is_about():
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in enumerate(
+        [("person", "我家那只柯基叫豆包 它今年三岁"), ("assistant", "好可爱")])])
+    assert [c.content for c in got] == ["我家那只柯基叫豆包", "我家那只柯基叫豆包；它今年三岁"]
+
+
+def test_written_cantonese_is_read_as_mandarin():
+    assert _kept([("person", "我个仔读小三"), ("assistant", "好")]) == [("关系", "我个仔读小三")]
+    assert _kept([("person", "佢冇话过想去"), ("assistant", "哦")]) == []

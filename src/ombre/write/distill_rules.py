@@ -269,7 +269,7 @@ _NAME = re.compile(
     + r"|"
     # what they do for a living: 我老公跑船的
     r"(?:" + _KIN + r")(?:是)?(?:跑|干|搞|开(?!玩笑))[^，。]{1,4}的$|"
-    r"^(?:大名|小名|乳名|学名|全名)(?:叫|是)?[\u4e00-\u9fffA-Za-z]{1,4}$|上[一二三四五六]年级|读[一二三四五六]年级|上幼儿园"
+    r"^(?:大名|小名|乳名|学名|全名)(?:叫|是)?[\u4e00-\u9fffA-Za-z]{1,4}$|上[一二三四五六]年级|读[一二三四五六]年级|上幼儿园|[读上](?:小|初|高)[一二三四五六]"
 )
 # health history said without 我 ("腰椎间盘突出", "是降压药 得一直吃"): the person's, or their family's
 _HEALTH = (
@@ -390,7 +390,9 @@ _SELF = re.compile(
     # a temper and what comes of it ("我其实很 introvert 的", "party 什么的能不去就不去")
     r"我[^，。你]{0,4}(?:内向|外向|(?i:introvert|extrovert))|"
     # the hours the person works, and a habit being given up, counted ("我上夜班的", "我戒烟第三天了")
-    r"我[^，。你]{0,4}(?:[上值倒做]夜班|三班倒|两班倒)(?!的时候|那天)|戒[\u4e00-\u9fff]{1,2}第[一二三四五六七八九十百\d]+天|能不(?P<avoided>[\u4e00-\u9fff])就不(?P=avoided)"
+    r"我[^，。你]{0,4}(?:[上值倒做]夜班|三班倒|两班倒)(?!的时候|那天)|"
+    # the year the person was born, their sign, their sizes ("我是95年的", "属鼠", "我鞋码40")
+    r"^(?:我是?)?(?:19|20)?\d{2}年(?:的|生)|^我?属[鼠牛虎兔龙蛇马羊猴鸡狗猪]|我[^，。你]{0,2}(?:鞋码|尺码|身高)|戒[\u4e00-\u9fff]{1,2}第[一二三四五六七八九十百\d]+天|能不(?P<avoided>[\u4e00-\u9fff])就不(?P=avoided)"
 )
 _HYPOTHETICAL = re.compile(
     r"差不多|似的|如果|要是|假如|万一|说不定|也许|可能|大概|好像|估计|不确定|不一定|会不会|猜|感觉我|我觉得我|"
@@ -464,7 +466,10 @@ _THING_CHANGE = re.compile(
 _STANDING_THING = re.compile(r"提醒|闹钟|以后|每|我们|咱们|你")
 # a change said by itself ("改成早上八点吧", "换到周四"): a new version of the request, agreement or plan just
 # kept, of that kind whatever its own words say
-_CHANGE = re.compile(r"^(?:那|要不|还是)?(?:改成|改到|改为|换成|换到|挪到|推到|提前到|推迟到|延到|延后到)")
+_CHANGE = re.compile(
+    r"^(?:那|要不|还是|现在)?(?:改成|改到|改为|换成|换到|挪到|推到|提前到|推迟到|延到|延后到|"
+    r"改(?=[一二三四五六七八九十两\d]|早上|晚上|上午|下午|中午|周|礼拜|星期))"
+)
 # What the vote never vetoes, though it binds nothing: a fear of a named thing ("我超级怕打雷", "我好惊蛇"), an
 # illness of the person's own ("我有哮喘"), a milestone of the person or their family ("我姥姥上周走了", "我妹要订婚了",
 # "跟男朋友分手了"), a diet kept. Their cues hold in every kind of chat; the vote, read on the words around them, sank
@@ -664,6 +669,12 @@ _AS_MANDARIN = (
     ("俺", "我"),
     ("阿拉", "我"),
     ("唔", "不"),
+    ("不系", "不是"),
+    ("系咪", "是不是"),
+    ("个仔", "儿子"),
+    ("个女", "女儿"),
+    ("佢", "他"),
+    ("冇", "没"),
     ("喺", "在"),
     ("嘅", "的"),
     ("咗", "了"),
@@ -991,7 +1002,7 @@ _SOMEONE = re.compile(r"[我你他她它咱您俺]|[叫姓]")
 
 
 def _named_before(found: list[tuple[Kept, str, int]], n: int, text: str) -> list[tuple[Kept, str, int]]:
-    """A fact kept from turn `n` right after another, with no one in it, says that one first in its memory
+    """A fact kept from turn `n` right after another, with no one in it or only a pronoun, says that one first in its memory
     ("我家那只柯基叫豆包；今年三岁"): a card of 「今年三岁」 alone would say nothing. The quote stays as typed."""
     mine = sorted(((text.find(f[1]), f) for f in found if f[2] == n and f[1] in text), key=lambda m: m[0])
     told: dict[tuple[Kept, str, int], tuple[Kept, str, int]] = {}
@@ -1002,7 +1013,7 @@ def _named_before(found: list[tuple[Kept, str, int]], n: int, text: str) -> list
             and kept.importance < 8  # never arbitrated: its text quoting another's is no claim to replace it
             and not kept.before
             and len(typed) <= 10
-            and not _SOMEONE.search(plain(typed))
+            and not _SOMEONE.search(re.sub(r"^[他她它]", "", plain(typed)))  # "它今年三岁": of the one before
             and not re.match(r"[^，。]{1,4}也", plain(typed))  # "咖啡也已经戒了": a thing of its own, too
             and re.fullmatch(r"\W*", text[at_before + len(before[1]) : at])  # nothing said between
         ):
