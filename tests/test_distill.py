@@ -1362,6 +1362,9 @@ def test_a_fact_asked_to_be_remembered_stays_a_fact():
     ("我戒烟第三天了", "偏好"),  # a habit given up, counted
     ("我是95年的", "偏好"),  # the year the person was born
     ("我鞋码40", "偏好"),
+    ("我做运营", "偏好"),  # a trade, said short
+    ("学土木的", "偏好"),  # a field of study
+    ("曼联死忠", "偏好"),
 ])
 def test_a_temper_a_routine_and_a_hurt_said_without_the_usual_words_are_kept(said, kind):
     assert _kept([("person", said), ("assistant", "嗯")]) == [(kind, said)]
@@ -1398,3 +1401,12 @@ def test_a_fact_led_by_a_pronoun_says_whom_it_is_about():
 def test_written_cantonese_is_read_as_mandarin():
     assert _kept([("person", "我个仔读小三"), ("assistant", "好")]) == [("关系", "我个仔读小三")]
     assert _kept([("person", "佢冇话过想去"), ("assistant", "哦")]) == []
+
+
+def test_an_answer_keeps_the_list_it_goes_on_with_and_a_question_about_work_is_about_the_person():
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in enumerate(
+        [("person", "耳机坏了"), ("assistant", "你平时喜欢听什么歌"), ("person", "摇滚 五月天 还有草东")])])
+    assert [c.quote for c in got] == ["摇滚 五月天 还有草东"]
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in enumerate(
+        [("person", "又加班"), ("assistant", "你在什么公司呀"), ("person", "一家做外贸的小公司")])])
+    assert [c.content for c in got] == ["你在什么公司呀？——一家做外贸的小公司"]

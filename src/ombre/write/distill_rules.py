@@ -388,7 +388,9 @@ _SELF = re.compile(
     r"(?:一|每)个?(?:周|礼拜|禮拜|星期|月)[^，。你]{0,4}?[一二两三四五六七八九十\d]+次|" + _ROUTINE + r"|"
     r"我[^，。你]{1,3}只(?:听|看|吃|喝|穿|用|玩|追)(?![^，。]{0,4}了)|我永远|"
     # a temper and what comes of it ("我其实很 introvert 的", "party 什么的能不去就不去")
-    r"我[^，。你]{0,4}(?:内向|外向|(?i:introvert|extrovert))|"
+    r"我[^，。你]{0,4}(?:内向|外向|(?i:introvert|extrovert))|死忠|铁粉|"
+    # a trade or a field of study, said short ("我做运营", "学土木的")
+    r"^我(?:是|做|干)(?:运营|产品|开发|程序员|设计|会计|人事|行政|编辑|记者|翻译|销售|财务|客服)|^(?:我是)?学[\u4e00-\u9fff]{1,4}的$|"
     # the hours the person works, and a habit being given up, counted ("我上夜班的", "我戒烟第三天了")
     r"我[^，。你]{0,4}(?:[上值倒做]夜班|三班倒|两班倒)(?!的时候|那天)|"
     # the year the person was born, their sign, their sizes ("我是95年的", "属鼠", "我鞋码40")
@@ -676,6 +678,8 @@ _AS_MANDARIN = (
     ("佢", "他"),
     ("冇", "没"),
     ("喺", "在"),
+    ("而家", "现在"),
+    ("返工", "上班"),
     ("嘅", "的"),
     ("咗", "了"),
     ("细个", "小时候"),
@@ -1098,6 +1102,7 @@ _ABOUT_PERSON = re.compile(
     r"做什么|干什么|干啥|做啥|什么工作|哪里人|哪儿人|哪的人|老家|什么专业|学什么|读什么|几年级|大几|多大|几岁|"
     r"叫什么|叫啥|名字|生日|属什么|星座|喜欢(?:什么|哪|谁|听|看|吃|玩|做|干)|哪个城市|哪座城市|边度人|做咩|上学还是|最爱|最喜欢|爱吃什么|爱听什么|怕什么|"
     r"过敏|忌口|住在哪|住哪|在哪(?:上班|工作|读书|上学|读)|哪个学校|什么学校|哪所|几个孩子|几个娃|养了|什么时候认识|"
+    r"什么公司|哪家公司|什么行业|哪个行业|什么单位|"
     r"怎么认识|哪年|"
     r"(?i:\bwhat do you do\b|\bwhere are you from\b|\bwhat(?:'s| is) (?:your|his|her|its) name\b|\bhow old\b)"
 )
@@ -1124,11 +1129,14 @@ _WHO_IS = re.compile(r"^[^，。\s]{1,6}是(?:谁|哪位|哪个)?[呀啊呢哇]?
 
 def _answer_first(text: str, pieces: list[str]) -> list[str]:
     """An answer's first words, however short, joined to the clause after them as typed ("护士 三班倒的那种",
-    "土木 大三"): alone they are too short to be a clause, and they are what was asked."""
+    "土木 大三"): alone they are too short to be a clause, and they are what was asked; and so is a list the
+    answer goes on with ("周深吧 还有陈奕迅")."""
     start = next((k for k, piece in enumerate(pieces) if piece and not _FILLER.fullmatch(piece)), 0)
     head = start  # "嗯…周深吧": the particle is no part of the answer
     while head + 1 < len(pieces) and len(pieces[head]) < 3 and len("".join(pieces[start : head + 1])) < 3:
         head += 1
+    while head + 1 < len(pieces) and re.match(r"还有|以及", pieces[head + 1]) and len(pieces[head + 1]) <= 8:
+        head += 1  # "摇滚 五月天 还有草东": the list goes on
     if head == start or not pieces[head]:
         return pieces
     begin = text.find(pieces[start])
