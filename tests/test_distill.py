@@ -1410,3 +1410,30 @@ def test_an_answer_keeps_the_list_it_goes_on_with_and_a_question_about_work_is_a
     got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in enumerate(
         [("person", "又加班"), ("assistant", "你在什么公司呀"), ("person", "一家做外贸的小公司")])])
     assert [c.content for c in got] == ["你在什么公司呀？——一家做外贸的小公司"]
+
+
+@pytest.mark.parametrize("turns, kept", [
+    ([("person", "周日本来要去看外婆"), ("assistant", "嗯"), ("person", "外婆去小姨家了 那就改成下周六去看外婆")],
+     [("事件", "那就改成下周六去看外婆")]),
+    ([("person", "本来十号回国的"), ("assistant", "快了呀"), ("person", "导师让把实验做完 机票改签到二十号了")],
+     [("事件", "机票改签到二十号了")]),
+])
+def test_what_replaces_a_plan_called_off_is_kept_whatever_the_vote(turns, kept):
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    # examples that say no to everything near these: the vote alone would drop each
+    rows = [{"text": t, "keep": False, "kind": ""} for t in ("改天吧", "改成明天吃火锅", "下周去看电影", "机票好贵")]
+    rows += [{"text": t, "keep": True, "kind": "偏好"} for t in ("我对芒果过敏", "我不吃香菜")]
+    examples = distill_rules.Examples(USEEmbedder(), rows)
+    got = rules_candidates([Turn(w, t, f"u{n}") for n, (w, t) in enumerate(turns)], examples)
+    assert [(c.type, c.quote) for c in got] == kept
+
+
+def test_an_agreement_marker_beside_a_resolve_and_a_decision_with_its_start_are_kept():
+    assert _kept([("person", "说定了啊 今年双十一我一分钱都不花 你见证"), ("assistant", "哈哈 我见证")]) == [
+        ("约定", "今年双十一我一分钱都不花")]
+    assert _kept([("person", "我决定这个月开始学钢琴了"), ("assistant", "好棒")]) == [("承诺", "我决定这个月开始学钢琴了")]
+    # a start said beside the marker is when, not what: the agreement is the proposal before it
+    turns = [("person", "以后我每天背完单词来跟你打卡好不好"), ("assistant", "好呀"), ("person", "行 那说定了 从明天开始")]
+    assert [q for _, q in _kept(turns)] == ["以后我每天背完单词来跟你打卡"]

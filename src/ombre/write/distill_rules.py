@@ -200,7 +200,7 @@ _ADDRESSED = re.compile(
 _YOUR_MIND = re.compile(r"你(?:会不会|是不是|有没有|会|是|还|也)?(?:觉得|认为|嫌|讨厌|喜欢|爱|在乎|介意|生我的?气)")
 # an agreement said in so many words, whose content is the clause beside it ("我们约好了，以后…")
 _MARKER_WORDS = re.compile(
-    r"约好|说好|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|下定决心|下决心|"
+    r"约好|说好|说定|约定|答应我|拉钩|一言为定|帮我记着|帮我记住|记住了|记一下|记着|我决定|决定了|下定决心|下决心|"
     r"[定立]了?个(?:规矩|规则)|约法三章|(?:新)?[定立]的(?:规矩|规则)|(?:我家|我们家|家里)的?规矩|家规|"
     r"从(?:今天|今晚|明天|明早|下周|下个?星期|下个?礼拜|这个月|下个月|现在|今年|明年)(?:开始|起)"
 )
@@ -780,7 +780,7 @@ def judge(clause: str, nxt: str = "", prev: str = "", turn: str = "") -> Kept | 
         return None
     if (
         _DECISION.search(text)
-        and _RESOLVE.search(_DECISION.sub("", text))
+        and _RESOLVE.search(_DECISION.sub("", text, count=1))  # "我决定这个月开始…": 开始 is the resolve
         and not _NOT_RESOLVED.search(text)
         and not _CANCEL.search(text)
         and len(text) >= 5
@@ -1294,6 +1294,12 @@ def _time_told(
     return next((f for f in found if f[2] == n - 2 and f[0].rank in (0, 2, 5)), None)
 
 
+# what replaces a plan just called off ("那就改成下周六去看外婆", "机票改签到二十号了", "改咗后日")
+_REPLACES = re.compile(
+    r"^(?:那就?|就)?[^，。]{0,4}?(?:改成|改到|换成|改去|改签|改了?(?=[今明后下周礼星一二三四五六七八九十\d]))"
+)
+
+
 def _from_context(
     parts: list[str],
     i: int,
@@ -1308,7 +1314,12 @@ def _from_context(
     question about the person's life (`question`, about_person of the assistant's turn before; "" when none),
     or what replaces a plan just called off."""
     clause = parts[i]
-    if _marked(parts, i, _MARKER) and not _QUESTION.search(clause) and len(clause) >= 5:
+    if (
+        _marked(parts, i, _MARKER)
+        and not _QUESTION.search(clause)
+        and len(clause) >= 5
+        and _DECISION.sub("", clause).strip(" 吧啊了")  # "那说定了 从明天开始": when, not what
+    ):
         return _agreed(parts, i)
     if (
         0 <= secret_from >= n - 2
@@ -1330,7 +1341,7 @@ def _from_context(
             else "偏好"
         )
         return Kept(kind, 5, 6, "answers the companion's question about the person's life", before=f"{question}——")
-    if changed_at >= n - 2 and re.match(r"改成|改到|换成|改去", clause):
+    if changed_at >= n - 2 and _REPLACES.match(clause):
         return Kept("事件", 6, 5, "what replaces a plan called off")
     return None
 
@@ -1850,6 +1861,7 @@ def candidates(
                 and typed in votes
                 and votes[typed][0] < veto_below
                 and not _SURE.search(clause)
+                and not (changed_at >= n - 2 and _REPLACES.match(clause))  # the new version of what was called off
             ):
                 read(n, typed, "-", f"{kept.cue}, but the examples' vote {votes[typed][0]:.2f} says no")
                 continue
