@@ -1168,6 +1168,7 @@ def test_saying_it_is_no_joke_takes_nothing_back():
 @pytest.mark.parametrize("said", [
     "我同事小李怀孕了 才结婚两个月", "我们组长说他要辞职去开奶茶店 笑死 他连奶茶都不喝", "我师傅下个月退休 干了三十八年",
     "我发小生了个女儿 她老公乐坏了", "我同事养了只布偶叫年糕",  # a friend's news; an acquaintance's pet
+    "刚刷到 那个歌手说他对芒果过敏 好多水果都不能吃",  # someone the person watches, not knows
 ])
 def test_what_follows_someone_elses_news_with_no_i_in_it_is_theirs(said):
     assert _kept([("person", said), ("assistant", "哇")]) == []
@@ -1437,3 +1438,10 @@ def test_an_agreement_marker_beside_a_resolve_and_a_decision_with_its_start_are_
     # a start said beside the marker is when, not what: the agreement is the proposal before it
     turns = [("person", "以后我每天背完单词来跟你打卡好不好"), ("assistant", "好呀"), ("person", "行 那说定了 从明天开始")]
     assert [q for _, q in _kept(turns)] == ["以后我每天背完单词来跟你打卡"]
+
+
+def test_not_being_allergic_is_no_allergy():
+    from ombre.write import distill_rules
+
+    assert distill_rules.judge("我不过敏") is None
+    assert distill_rules.judge("我对猫毛过敏") is not None

@@ -230,7 +230,7 @@ _SECRET_MARKER = re.compile(
     r"只告诉你|说个丢人的|跟你说个秘密|说个秘密|我想跟你说个秘密|告诉你个秘密)(?:了|啦|哦|啊|吧|嘛|哈|呀|的)*$"
 )
 _FOOD = re.compile(
-    r"不吃|不能吃|忌口|过敏|不耐受|吃素|素食|回民|清真|戒了|不喝|不碰|吃不了|吃不惯|喝不了|"
+    r"不吃|不能吃|忌口|(?<![不没])过敏|不耐受|吃素|素食|回民|清真|戒了|不喝|不碰|吃不了|吃不惯|喝不了|"
     r"(?:最|超|特|很|巨|好)?(?:爱|喜欢)(?:吃|喝)|超爱|最爱|讨厌吃|难吃|无辣不欢|我.{0,4}吃不惯|吃不了|不能喝|喝不了|"
     r"不沾|碰不得|一吃就|一喝就|乳糖|麸质|不吃辣|怕辣|嗜辣|爱吃甜|不爱吃|不爱喝|不能碰|吃不得|吃不来|喝不来|吃(?!了)[^，。]{1,4}起疹子|一口都(?:不|碰不|吃不|喝不)"
 )
@@ -594,6 +594,8 @@ _REPORTED = re.compile(
 # is the person's too, nor a bare role, which may be the person's own "初中语文老师")
 _AROUND = r"我|隔壁|对门|楼上|楼下|公司|单位|班上|宿舍|组里"
 _THEIR_NEWS = re.compile(rf"^(?:{_AROUND})")
+# someone the person reads or watches, not knows ("刚看新闻 那个明星说他…")
+_PUBLIC = re.compile(r"明星|网红|主播|博主|(?i:up主)|演员|歌手|偶像")
 # the person speaking of themself (or of the two of them) again
 _FIRST_PERSON = re.compile(r"我|咱|俺|(?i:\b(?:I|my|me|we|our)\b)")
 # news of people around the person, not of their family ("我同事怀孕了"): their life, not the person's
@@ -1867,7 +1869,12 @@ def candidates(
                 continue
             if kept is None:
                 read(n, typed, "-", why_not(typed, originals[i + 1] if i + 1 < len(originals) else ""))
-                if _THEIR_NEWS.match(clause) and _ACQUAINTANCE.match(clause):
+                if (
+                    _THEIR_NEWS.match(clause)
+                    and _ACQUAINTANCE.match(clause)
+                    or _PUBLIC.search(clause)  # "那个明星说他对花生过敏 / 好多零食都不能吃": theirs goes on
+                    and not _FIRST_PERSON.search(clause)
+                ):
                     theirs = typed
                 if typed in votes:
                     share, kind = votes[typed]
