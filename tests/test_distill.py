@@ -1445,3 +1445,12 @@ def test_not_being_allergic_is_no_allergy():
 
     assert distill_rules.judge("我不过敏") is None
     assert distill_rules.judge("我对猫毛过敏") is not None
+
+
+@pytest.mark.parametrize("said, kept", [
+    ("小胖是我表弟", [("关系", "小胖是我表弟")]),  # who someone named is to the person
+    ("my boss Kevin 又在群里 @ 我", [("关系", "my boss Kevin 又在群里 @ 我")]),
+    ("我表哥下周来我家住几天", []),  # a visit to the person's home, no fact of where the person lives
+])
+def test_who_someone_named_is_to_the_person(said, kept):
+    assert _kept([("person", said), ("assistant", "哦")]) == kept
