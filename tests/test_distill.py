@@ -959,6 +959,8 @@ def test_the_memory_text_drops_filler_and_the_quote_stays_verbatim():
     assert memory_text("这件事：我不想再提") == "这件事：我不想再提"  # names the matter: part of what is said
     assert memory_text("我的过敏：芒果") == "我的过敏：芒果"  # no lead-in: the colon is part of what is said
     assert memory_text("要不以后每天睡前你给我讲个笑话") == "以后每天睡前你给我讲个笑话"  # what is proposed
+    assert memory_text("那就改成下周六去看外婆") == "改成下周六去看外婆"  # 那就 answers the turn before
+    assert memory_text("那就这样") == "那就这样"  # nothing stands alone without it
 
 
 def test_the_per_run_cap_never_drops_an_agreement():
