@@ -1456,3 +1456,17 @@ def test_not_being_allergic_is_no_allergy():
 ])
 def test_who_someone_named_is_to_the_person(said, kept):
     assert _kept([("person", said), ("assistant", "哦")]) == kept
+
+
+def test_a_milestone_on_its_day_and_a_race_or_an_interview_on_a_date_are_kept():
+    from ombre.memory.embed import USEEmbedder
+    from ombre.write import distill_rules
+
+    # the vote never vetoes a family milestone, said with its day
+    rows = [{"text": t, "keep": False, "kind": ""} for t in ("今天好热", "明天要上班", "下周去吃火锅", "我妈今天做了饭")]
+    rows += [{"text": t, "keep": True, "kind": "偏好"} for t in ("我对芒果过敏", "我不吃香菜")]
+    got = rules_candidates([Turn("person", "今天我妈八十大寿", "u0"), Turn("assistant", "哇", "u1")],
+                           distill_rules.Examples(USEEmbedder(), rows))
+    assert [(c.type, c.quote) for c in got] == [("事件", "今天我妈八十大寿")]
+    for said in ("11月3号马拉松", "下个月10号 job interview"):
+        assert _kept([("person", said), ("assistant", "加油")]) == [("事件", said)]
