@@ -1372,6 +1372,7 @@ def test_a_fact_asked_to_be_remembered_stays_a_fact():
 def test_a_temper_a_routine_and_a_hurt_said_without_the_usual_words_are_kept(said, kind):
     assert _kept([("person", said), ("assistant", "嗯")]) == [(kind, said)]
     assert _kept([("person", "你是干什么的"), ("assistant", "陪你聊天的")]) == []
+    assert _kept([("person", "22年的时候 挺难的"), ("assistant", "嗯")]) == []  # a year as a time, not a birth year
 
 
 def test_a_reason_given_for_a_request_that_says_who_the_person_is_is_kept_with_it():
