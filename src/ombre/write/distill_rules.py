@@ -1667,8 +1667,9 @@ def candidates(
         originals = [piece for piece in pieces if len(piece) >= 3]  # clauses(text)
         parts = [plain(c) for c in originals]  # what the cues read; the quote stays as typed
         best_vote: tuple[float, tuple[Kept, str, int]] | None = None
-        supposing = False  # after "万一…" the rest of the turn is supposed, not told (a request still counts)
-        playing = False  # after a joke said straight ("我跟我的床谈恋爱三年了") the rest of the turn plays on it
+        # after "万一…" the rest of the turn is supposed, after a joke said straight ("我跟我的床谈恋爱三年了") it plays
+        # on it: not told, and what it keeps (a request still counts) is said here
+        aside = ""
         theirs = ""  # someone else's news this turn told ("我同事小李怀孕了"): what follows with no 我 is theirs
         corrected: list[tuple[Kept, str, int]] = []  # what a correction in this turn took back
         recalling = any(_RECALL_ASK.search(p) for p in parts)
@@ -1730,8 +1731,10 @@ def candidates(
             if recalling and _SAID_BEFORE.match(_FILLER.sub("", clause)):
                 read(n, typed, "-", "part of a question about what was said")
                 continue
-            supposing = supposing or bool(_SUPPOSE.search(clause))
-            playing = playing or bool(_FANCY.search(clause))
+            if _SUPPOSE.search(clause):
+                aside = "supposed, not told (after 如果/万一…)"
+            elif _FANCY.search(clause) and not aside:
+                aside = "a joke said straight, or playing on one (a bond with a thing, a thing's name)"
             before = changed_at
             earlier = found
             found, changed_at, spent = _take_back(clause, n, found, changed_at, just_said, recent)
@@ -1890,8 +1893,7 @@ def candidates(
                     log[n, typed]["why"] += f"; the examples' vote {share:.2f}"
                     if (
                         share >= add_from
-                        and not supposing
-                        and not playing
+                        and not aside
                         and not _hard_negative(clause)
                         and share > (best_vote[0] if best_vote else 0)
                     ):
@@ -1900,11 +1902,8 @@ def candidates(
                             (Kept(kind, 6, VOTED_RANK, f"the examples' vote {share:.2f}"), typed, n),
                         )
                 continue
-            if supposing and kept.rank != 0:
-                read(n, typed, "-", "supposed, not told (after 如果/万一…)")
-                continue
-            if playing and kept.rank != 0:
-                read(n, typed, "-", "a joke said straight, or playing on one (a bond with a thing, a thing's name)")
+            if aside and kept.rank != 0:
+                read(n, typed, "-", aside)
                 continue
             if theirs and kept.rank != 0:
                 # "我同事小李怀孕了 才结婚两个月", "我们组长说他要辞职 … 他连奶茶都不喝": their news goes on
